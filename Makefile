@@ -1,0 +1,26 @@
+# make demo   - build every example with dslc and check it against numpy
+# make test   - run the whole test suite
+# Both create the virtual environment in .venv on first use.
+
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+
+.PHONY: demo test venv clean
+
+venv: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e ".[test]"
+	touch $@
+
+demo: venv
+	$(PY) examples/run_examples.py
+
+test: venv
+	$(PY) -m pytest
+
+clean:
+	rm -rf $(VENV) examples/build .pytest_cache

@@ -1,0 +1,106 @@
+"""The state of generating one kernel function: builder, variable slots, tensors.
+
+Every non-argument `Sym` gets an `alloca` in the entry block the first time it
+is used, so definitions need not dominate uses; mem2reg/SROA make them SSA.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import llvmlite.ir as ir
+
+from dsl.lowering.ir import Kernel, Sym, TensorParam
+
+from ..errors import BackendError
+from .ltypes import I32, PTR, reg_type
+
+
+@dataclass
+class TensorArgs:
+    """The LLVM values describing one tensor argument."""
+
+    param: TensorParam
+    data: ir.Value
+    sizes: list[ir.Value]
+    strides: list[ir.Value]
+
+
+class FunctionContext:
+    """Everything the expression and statement emitters share for one kernel."""
+
+    def __init__(self, func: ir.Function, kernel: Kernel):
+        self.func = func
+        self.kernel = kernel
+        self.module: ir.Module = func.module
+        entry = func.append_basic_block("entry")
+        self.alloca_builder = ir.IRBuilder(entry)
+        self.body_start = func.append_basic_block("start")
+        self.builder = ir.IRBuilder(self.body_start)
+        self.slots: dict[Sym, ir.AllocaInstr] = {}
+        self.tensors: dict[TensorParam, TensorArgs] = {}
+        self.fail_blocks: dict[int, ir.Block] = {}
+        reassoc = kernel.options.reassociate
+        self.fmf: tuple[str, ...] = ("contract", "reassoc") if reassoc else ("contract",)
+
+    def slot(self, sym: Sym) -> ir.AllocaInstr:
+        """The stack slot of `sym`, created in the entry block on first use."""
+        slot = self.slots.get(sym)
+        if slot is None:
+            slot = self.alloca_builder.alloca(reg_type(sym.type), name=sym.name)
+            slot.type = PTR  # llvmlite would print a typed pointer (`float*`)
+            self.slots[sym] = slot
+        return slot
+
+    def tensor(self, param: TensorParam) -> TensorArgs:
+        """The pointer, sizes and strides of a tensor parameter."""
+        try:
+            return self.tensors[param]
+        except KeyError:
+            raise BackendError(f"{self.kernel.name}: tensor {param.name} is not a parameter") from None
+
+    def fail_block(self, code: int) -> ir.Block:
+        """A block returning `code + 1` (the status of a failed Check), shared per code."""
+        block = self.fail_blocks.get(code)
+        if block is None:
+            block = self.func.append_basic_block(f"check{code}.fail")
+            ir.IRBuilder(block).ret(ir.Constant(I32, code + 1))
+            self.fail_blocks[code] = block
+        return block
+
+    def new_block(self, name: str) -> ir.Block:
+        """A new basic block at the end of the function."""
+        return self.func.append_basic_block(name)
+
+    def declare(self, name: str, ret: ir.Type, args: list[ir.Type]) -> ir.Function:
+        """Get or declare an intrinsic or a (pure) libm function `name`."""
+        existing = self.module.globals.get(name)
+        if existing is not None:
+            if not isinstance(existing, ir.Function) or existing.ftype != ir.FunctionType(ret, args):
+                raise BackendError(f"symbol {name!r} clashes with a function the back-end needs")
+            return existing
+        fn = ir.Function(self.module, ir.FunctionType(ret, args), name=name)
+        fn.attributes.add("nounwind")
+        if not name.startswith("llvm."):
+            # libm's erf never touches errno or memory.
+            fn.attributes.add("readnone")
+        return fn
+
+    def intrinsic(self, base: str, typ: ir.Type, nargs: int) -> ir.Function:
+        """An overloaded LLVM intrinsic on one type, e.g. ('llvm.exp', float, 1)."""
+        return self.declare(f"{base}.{intrinsic_suffix(typ)}", typ, [typ] * nargs)
+
+    def finish(self) -> None:
+        """Close the entry block (allocas only) with a jump to the body."""
+        self.alloca_builder.branch(self.body_start)
+
+
+def intrinsic_suffix(typ: ir.Type) -> str:
+    """The overload suffix of an intrinsic name: f32, f64, f16, i32, ..."""
+    if isinstance(typ, ir.FloatType):
+        return "f32"
+    if isinstance(typ, ir.DoubleType):
+        return "f64"
+    if isinstance(typ, ir.HalfType):
+        return "f16"
+    return f"i{typ.width}"

@@ -1,0 +1,109 @@
+"""Expression code generation: one IR expression -> one LLVM value.
+
+`and`/`or` and `Select` evaluate only the side they need: when that side may
+load memory they branch (a guard like `i < n and x[i] > 0` must protect the
+load); when it cannot, a plain `and`/`select` is emitted, which vectorizes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import llvmlite.ir as ir
+
+from dsl.lowering.ir import (Binary, Cast, Const, Expr, Fma, Load, Overlaps, Select, Shape,
+                             Unary, Var)
+
+from ..errors import BackendError
+from .arith import COMPARISONS, emit_binary, emit_compare
+from .context import FunctionContext
+from .ltypes import I1, const, reg_type
+from .mathops import emit_cast, emit_fma, emit_unary
+from .memory import load_element, overlaps
+
+
+def emit_expr(cx: FunctionContext, e: Expr) -> ir.Value:
+    """The LLVM value of expression `e`, emitted at the builder's position."""
+    match e:
+        case Const(value=value, type=t):
+            return const(t, value)
+        case Var(sym=sym):
+            return cx.builder.load(cx.slot(sym), typ=reg_type(sym.type))
+        case Shape(tensor=tensor, axis=axis):
+            return cx.tensor(tensor).sizes[axis]
+        case Load(tensor=tensor, indices=indices):
+            return load_element(cx, cx.tensor(tensor), [emit_expr(cx, i) for i in indices])
+        case Binary(op="and" | "or"):
+            return _logical(cx, e)
+        case Binary(op=op, lhs=lhs, rhs=rhs) if op in COMPARISONS:
+            return emit_compare(cx, op, lhs.type, emit_expr(cx, lhs), emit_expr(cx, rhs))
+        case Binary(op=op, lhs=lhs, rhs=rhs, type=t):
+            return emit_binary(cx, op, t, emit_expr(cx, lhs), emit_expr(cx, rhs), rhs)
+        case Unary(op=op, operand=x, type=t):
+            return emit_unary(cx, op, t, emit_expr(cx, x))
+        case Cast(value=v, type=t):
+            return emit_cast(cx, emit_expr(cx, v), v.type, t)
+        case Fma(a=a, b=b, c=c):
+            return emit_fma(cx, emit_expr(cx, a), emit_expr(cx, b), emit_expr(cx, c))
+        case Select():
+            return _select(cx, e)
+        case Overlaps(a=a, b=b):
+            return overlaps(cx, cx.tensor(a), cx.tensor(b))
+    raise BackendError(f"cannot compile expression {type(e).__name__} in {cx.kernel.name}")
+
+
+def _logical(cx: FunctionContext, e: Binary) -> ir.Value:
+    """Short-circuit `and`/`or`: the right side runs only if it decides the result."""
+    bld = cx.builder
+    left = emit_expr(cx, e.lhs)
+    if not may_load(e.rhs):
+        right = emit_expr(cx, e.rhs)
+        return bld.and_(left, right) if e.op == "and" else bld.or_(left, right)
+    decided = ir.Constant(I1, 0 if e.op == "and" else 1)
+    if e.op == "and":
+        return _branch(cx, left, lambda: emit_expr(cx, e.rhs), lambda: decided, I1)
+    return _branch(cx, left, lambda: decided, lambda: emit_expr(cx, e.rhs), I1)
+
+
+def _select(cx: FunctionContext, e: Select) -> ir.Value:
+    cond = emit_expr(cx, e.cond)
+    if not (may_load(e.a) or may_load(e.b)):
+        return cx.builder.select(cond, emit_expr(cx, e.a), emit_expr(cx, e.b))
+    return _branch(cx, cond, lambda: emit_expr(cx, e.a), lambda: emit_expr(cx, e.b),
+                   reg_type(e.type))
+
+
+def _branch(cx: FunctionContext, cond: ir.Value, then: Callable[[], ir.Value],
+            orelse: Callable[[], ir.Value], typ: ir.Type) -> ir.Value:
+    """Evaluate `then()` or `orelse()` on a branch of `cond`; join with a phi."""
+    bld = cx.builder
+    then_block, else_block = cx.new_block("sel.then"), cx.new_block("sel.else")
+    join = cx.new_block("sel.join")
+    bld.cbranch(cond, then_block, else_block)
+    incoming = []
+    for block, arm in ((then_block, then), (else_block, orelse)):
+        bld.position_at_end(block)
+        value = arm()
+        incoming.append((value, bld.block))
+        bld.branch(join)
+    bld.position_at_end(join)
+    phi = bld.phi(typ)
+    for value, block in incoming:
+        phi.add_incoming(value, block)
+    return phi
+
+
+def may_load(e: Expr) -> bool:
+    """True when evaluating `e` may read tensor memory (so it cannot be speculated)."""
+    match e:
+        case Load():
+            return True
+        case Const() | Var() | Shape() | Overlaps():
+            return False
+        case Binary(lhs=lhs, rhs=rhs):
+            return may_load(lhs) or may_load(rhs)
+        case Unary(operand=x) | Cast(value=x):
+            return may_load(x)
+        case Fma(a=a, b=b, c=c) | Select(cond=a, a=b, b=c):
+            return may_load(a) or may_load(b) or may_load(c)
+    return True

@@ -1,0 +1,85 @@
+"""Unary operators, intrinsics (exp, erf, ...), fma and casts."""
+
+from __future__ import annotations
+
+import llvmlite.ir as ir
+
+from dsl.lowering.types import ScalarType
+
+from ..errors import BackendError
+from .context import FunctionContext, intrinsic_suffix
+from .ltypes import I1, int_const, reg_type
+
+# One-argument float intrinsics that map straight onto an LLVM intrinsic.
+# llvm.tanh is lowered to a tanhf/tanh libcall on x86 by LLVM 22 itself.
+_FLOAT_INTRINSICS = {
+    "exp": "llvm.exp", "log": "llvm.log", "sqrt": "llvm.sqrt", "floor": "llvm.floor",
+    "ceil": "llvm.ceil", "tanh": "llvm.tanh", "abs": "llvm.fabs",
+}
+_LIBM = {"erf": {32: "erff", 64: "erf"}}
+
+
+def emit_unary(cx: FunctionContext, op: str, t: ScalarType, x: ir.Value) -> ir.Value:
+    """`op x` for the unary operators and one-argument intrinsics of the IR."""
+    bld = cx.builder
+    match op:
+        case "neg":
+            if t.is_float:
+                return bld.fneg(x, flags=cx.fmf)
+            return bld.sub(int_const(x.type, 0), x)
+        case "invert" | "not":
+            return bld.xor(x, int_const(x.type, -1))
+        case "abs" if t.is_int:
+            # is_int_min_poison = false: abs(MIN) wraps to MIN.
+            fn = cx.declare(f"llvm.abs.{intrinsic_suffix(x.type)}", x.type, [x.type, I1])
+            return bld.call(fn, [x, ir.Constant(I1, 0)])
+        case "rsqrt" if t.is_float:
+            root = _call1(cx, "llvm.sqrt", x)
+            return bld.fdiv(ir.Constant(x.type, 1.0), root, flags=cx.fmf)
+    if t.is_float and op in _FLOAT_INTRINSICS:
+        return _call1(cx, _FLOAT_INTRINSICS[op], x)
+    if t.is_float and op in _LIBM and t.bits in _LIBM[op]:
+        fn = cx.declare(_LIBM[op][t.bits], x.type, [x.type])
+        return bld.call(fn, [x], fastmath=cx.fmf)
+    raise BackendError(f"unary operator {op!r} is not supported on {t}")
+
+
+def _call1(cx: FunctionContext, base: str, x: ir.Value) -> ir.Value:
+    return cx.builder.call(cx.intrinsic(base, x.type, 1), [x], fastmath=cx.fmf)
+
+
+def emit_fma(cx: FunctionContext, a: ir.Value, b: ir.Value, c: ir.Value) -> ir.Value:
+    """a * b + c rounded once (llvm.fma, never split)."""
+    return cx.builder.call(cx.intrinsic("llvm.fma", a.type, 3), [a, b, c], fastmath=cx.fmf)
+
+
+def emit_cast(cx: FunctionContext, v: ir.Value, src: ScalarType, dst: ScalarType) -> ir.Value:
+    """Convert `v` from `src` to `dst`: float->int saturates, ->bool is `!= 0`."""
+    bld = cx.builder
+    if src == dst:
+        return v
+    dty = reg_type(dst)
+    if dst.is_bool:
+        if src.is_float:
+            return bld.fcmp_unordered("!=", v, ir.Constant(v.type, 0.0))
+        return bld.icmp_unsigned("!=", v, int_const(v.type, 0))
+    if src.is_bool:
+        return bld.uitofp(v, dty) if dst.is_float else bld.zext(v, dty)
+    if src.is_float and dst.is_float:
+        return bld.fpext(v, dty) if dst.bits > src.bits else bld.fptrunc(v, dty)
+    if src.is_float:
+        kind = "fptosi" if dst.is_signed else "fptoui"
+        name = f"llvm.{kind}.sat.{intrinsic_suffix(dty)}.{intrinsic_suffix(v.type)}"
+        return bld.call(cx.declare(name, dty, [v.type]), [v])
+    if dst.is_float:
+        return bld.sitofp(v, dty) if src.is_signed else bld.uitofp(v, dty)
+    return _int_resize(bld, v, src, dty)
+
+
+def _int_resize(bld: ir.IRBuilder, v: ir.Value, src: ScalarType, dty: ir.IntType) -> ir.Value:
+    """int -> int: truncate, or extend by the source's signedness."""
+    if dty.width == v.type.width:
+        return v
+    if dty.width < v.type.width:
+        return bld.trunc(v, dty)
+    return bld.sext(v, dty) if src.is_signed else bld.zext(v, dty)

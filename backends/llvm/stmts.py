@@ -1,0 +1,87 @@
+"""Statement code generation: loops, ifs, assignments, stores and checks."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from dsl.lowering.ir import Assign, Check, For, If, Stmt, Store
+
+from ..errors import BackendError
+from .context import FunctionContext
+from .exprs import emit_expr
+from .ltypes import int_const
+from .memory import store_element
+
+
+def emit_block(cx: FunctionContext, body: Sequence[Stmt]) -> None:
+    """Emit `body` in order at the builder's position."""
+    for stmt in body:
+        emit_stmt(cx, stmt)
+
+
+def emit_stmt(cx: FunctionContext, stmt: Stmt) -> None:
+    """Emit one loop-IR statement."""
+    match stmt:
+        case Assign(sym=sym, value=value):
+            cx.builder.store(emit_expr(cx, value), cx.slot(sym))
+        case Store(tensor=tensor, indices=indices, value=value):
+            index_values = [emit_expr(cx, i) for i in indices]
+            store_element(cx, cx.tensor(tensor), index_values, emit_expr(cx, value))
+        case Check(cond=cond, code=code):
+            ok = cx.new_block(f"check{code}.ok")
+            cx.builder.cbranch(emit_expr(cx, cond), ok, cx.fail_block(code))
+            cx.builder.position_at_end(ok)
+        case If():
+            _emit_if(cx, stmt)
+        case For():
+            _emit_for(cx, stmt)
+        case _:
+            raise BackendError(f"cannot compile statement {type(stmt).__name__} "
+                               f"in {cx.kernel.name} (not lowered to loops?)")
+
+
+def _emit_if(cx: FunctionContext, stmt: If) -> None:
+    bld = cx.builder
+    cond = emit_expr(cx, stmt.cond)
+    then_block, join = cx.new_block("if.then"), cx.new_block("if.end")
+    else_block = cx.new_block("if.else") if stmt.orelse else join
+    bld.cbranch(cond, then_block, else_block)
+    bld.position_at_end(then_block)
+    emit_block(cx, stmt.then)
+    bld.branch(join)
+    if stmt.orelse:
+        bld.position_at_end(else_block)
+        emit_block(cx, stmt.orelse)
+        bld.branch(join)
+    bld.position_at_end(join)
+
+
+def _emit_for(cx: FunctionContext, loop: For) -> None:
+    """`for var in range(start, stop, step)` with start/stop evaluated once.
+
+    The induction variable is a phi (what SCEV and the vectorizer want); it is
+    copied into `var`'s slot each iteration, so a body that assigns to `var`
+    cannot change the trip count.
+    """
+    bld = cx.builder
+    start = emit_expr(cx, loop.start)
+    stop = emit_expr(cx, loop.stop)
+    preheader = bld.block
+    header, body = cx.new_block(f"{loop.name}.head"), cx.new_block(f"{loop.name}.body")
+    exit_block = cx.new_block(f"{loop.name}.exit")
+    bld.branch(header)
+
+    bld.position_at_end(header)
+    iv = bld.phi(start.type, name=loop.var.name)
+    iv.add_incoming(start, preheader)
+    keep_going = bld.icmp_signed("<" if loop.step > 0 else ">", iv, stop)
+    bld.cbranch(keep_going, body, exit_block)
+
+    bld.position_at_end(body)
+    bld.store(iv, cx.slot(loop.var))
+    emit_block(cx, loop.body)
+    # var + step cannot overflow: it stays within [start, stop + step) of a sized loop.
+    following = bld.add(iv, int_const(iv.type, loop.step), flags=("nsw",))
+    iv.add_incoming(following, bld.block)
+    bld.branch(header)
+    bld.position_at_end(exit_block)

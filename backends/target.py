@@ -1,0 +1,164 @@
+"""The machine we generate code for, and the LLVM TargetMachines that go with it.
+
+A `Target` is plain data (triple, cpu, LLVM feature string and a few derived
+facts the scheduler wants: vector width, register count, FMA). Opt levels are
+not part of it: they belong to the compile options.
+
+    >>> t = host_target()
+    >>> tm = target_machine(t, 3)          # cached per (target, opt level)
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import threading
+from dataclasses import dataclass
+
+import llvmlite.binding as llvm
+
+# CPUs whose vector width we must know when no feature string is given
+# (LLVM derives the features from the name, but does not tell llvmlite).
+_AVX512_CPUS = (
+    "skylake-avx512", "cascadelake", "cooperlake", "cannonlake", "icelake-client",
+    "icelake-server", "tigerlake", "rocketlake", "sapphirerapids", "emeraldrapids",
+    "graniterapids", "graniterapids-d", "diamondrapids", "znver4", "znver5",
+    "x86-64-v4", "knl", "knm",
+)
+_AVX2_CPUS = (
+    "haswell", "broadwell", "skylake", "alderlake", "raptorlake", "meteorlake",
+    "arrowlake", "arrowlake-s", "lunarlake", "pantherlake", "gracemont", "sierraforest",
+    "grandridge", "clearwaterforest", "znver1", "znver2", "znver3", "x86-64-v3",
+    "bdver4",
+)
+_AVX_NO_FMA_CPUS = ("sandybridge", "ivybridge", "btver2", "bdver1")
+_FMA_AVX_CPUS = ("bdver2", "bdver3")
+
+
+@dataclass(frozen=True)
+class Target:
+    """What code is generated for: `triple`, `cpu`, LLVM `features` ('+avx2,...'),
+    and facts derived from them for the scheduler."""
+
+    triple: str
+    cpu: str
+    features: str
+    vector_bits: int
+    vector_registers: int
+    has_fma: bool
+
+    @property
+    def arch(self) -> str:
+        """The architecture part of the triple ('x86_64', 'aarch64')."""
+        return self.triple.split("-", 1)[0]
+
+    def key(self) -> str:
+        """A short string naming this target in cache keys and file names.
+
+        >>> make_target("aarch64-unknown-linux-gnu").key()   # doctest: +SKIP
+        'aarch64-unknown-linux-gnu-neoverse-n1-3f5a...'
+        """
+        digest = hashlib.sha1(self.features.encode()).hexdigest()[:12]
+        return f"{self.triple}-{self.cpu}-{digest}"
+
+
+def _enabled(features: str) -> set[str]:
+    return {f[1:] for f in features.split(",") if f.startswith("+")}
+
+
+def _derive(triple: str, cpu: str, features: str) -> tuple[int, int, bool]:
+    """(vector_bits, vector_registers, has_fma) from the triple, cpu and features."""
+    if triple.startswith(("aarch64", "arm64")):
+        return 128, 32, True
+    feats = _enabled(features)
+    if not features:
+        if cpu in _AVX512_CPUS:
+            feats = {"avx512f", "avx2", "fma"}
+        elif cpu in _AVX2_CPUS:
+            feats = {"avx2", "fma"}
+        elif cpu in _FMA_AVX_CPUS:
+            feats = {"avx", "fma"}
+        elif cpu in _AVX_NO_FMA_CPUS:
+            feats = {"avx"}
+    if "avx512f" in feats:
+        return 512, 32, True
+    bits = 256 if feats & {"avx", "avx2"} else 128
+    return bits, 16, "fma" in feats or "fma4" in feats
+
+
+def _make(triple: str, cpu: str, features: str) -> Target:
+    bits, regs, fma = _derive(triple, cpu, features)
+    return Target(triple, cpu, features, bits, regs, fma)
+
+
+@functools.cache
+def host_target() -> Target:
+    """The machine this process runs on (e.g. x86_64, znver3, +avx2,+fma,...)."""
+    _init_llvm(cross=False)
+    features = llvm.get_host_cpu_features().flatten()
+    return _make(llvm.get_process_triple(), llvm.get_host_cpu_name(), features)
+
+
+def make_target(triple: str | None = None, cpu: str | None = None,
+                features: str | None = None) -> Target:
+    """A target from optional triple/cpu/features; missing parts default sensibly.
+
+    No triple: the host (its cpu and features unless `cpu` is given). aarch64:
+    cpu 'neoverse-n1', features '+neon'. Other triples: cpu 'generic' (x86:
+    'x86-64'), no extra features, unless given.
+
+    >>> make_target("aarch64-unknown-linux-gnu").vector_bits
+    128
+    """
+    host = host_target()
+    if triple is None or triple == host.triple:
+        if cpu is None and features is None:
+            return host
+        return _make(host.triple, cpu or host.cpu, features if features is not None else "")
+    if triple.startswith(("aarch64", "arm64")):
+        return _make(triple, cpu or "neoverse-n1", "+neon" if features is None else features)
+    default_cpu = "x86-64" if triple.startswith("x86_64") else "generic"
+    return _make(triple, cpu or default_cpu, features or "")
+
+
+_init_lock = threading.Lock()
+_initialized: set[str] = set()
+
+
+def _init_llvm(cross: bool) -> None:
+    """Register LLVM's targets once (llvm.initialize() is gone in llvmlite 0.50)."""
+    want = "all" if cross else "native"
+    with _init_lock:
+        if "native" not in _initialized:
+            llvm.initialize_native_target()
+            llvm.initialize_native_asmprinter()
+            llvm.initialize_native_asmparser()
+            _initialized.add("native")
+        if want == "all" and "all" not in _initialized:
+            llvm.initialize_all_targets()
+            llvm.initialize_all_asmprinters()
+            _initialized.add("all")
+
+
+def new_target_machine(target: Target, opt_level: int, *, jit: bool = False) -> llvm.TargetMachine:
+    """A fresh TargetMachine (an MCJIT engine takes ownership of the one it gets).
+
+    PIC and the *small* code model: llvmlite's default ('jitdefault') is the large
+    model, which makes every global access a `movabsq` through the GOT.
+    """
+    _init_llvm(cross=target.arch != host_target().arch)
+    llvm_target = llvm.Target.from_triple(target.triple)
+    return llvm_target.create_target_machine(
+        cpu=target.cpu, features=target.features, opt=opt_level,
+        reloc="pic", codemodel="small", jit=jit)
+
+
+@functools.cache
+def target_machine(target: Target, opt_level: int) -> llvm.TargetMachine:
+    """The shared TargetMachine for (target, opt_level): created once, then reused.
+
+    >>> tm = target_machine(host_target(), 2)
+    >>> tm is target_machine(host_target(), 2)
+    True
+    """
+    return new_target_machine(target, opt_level)

@@ -1,0 +1,91 @@
+"""The on-disk compile cache: compiled kernels as shared libraries, by content key.
+
+The key covers the kernel's source and every source it depends on, the
+compiler's own code, llvmlite's LLVM version, the target (triple, CPU,
+features), the options and the specialization. An entry is written atomically
+(temp file + rename) with a SHA-256 beside it: a truncated or corrupt entry is
+detected, deleted and rebuilt, never loaded.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import os
+import threading
+import tempfile
+from pathlib import Path
+
+@functools.lru_cache(maxsize=1)
+def compiler_fingerprint() -> str:
+    """A hash of the compiler's own source (so a changed compiler misses the cache)."""
+    import llvmlite
+
+    import dsl
+
+    digest = hashlib.sha256(f"{dsl.__version__} llvmlite {llvmlite.__version__}".encode())
+    roots = [Path(__import__(m, fromlist=["x"]).__file__).parent
+             for m in ("dsl", "dsl.grammar", "dsl.lowering", "dsl.backends")]
+    for root in roots:
+        for path in sorted(root.rglob("*")):
+            if path.suffix in (".py", ".lark") and "__pycache__" not in path.parts:
+                digest.update(str(path.relative_to(root)).encode())
+                digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def make_key(**parts) -> str:
+    parts["compiler"] = compiler_fingerprint()
+    text = json.dumps(parts, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+class DiskCache:
+    """Shared libraries by key: `<key>.so` beside `<key>.sha256`.
+
+    A library describes itself (`__dsl_metadata`), so the `.so` is the whole
+    entry; the sidecar hash is written last, so an entry without a matching hash
+    is incomplete or damaged and is rebuilt.
+    """
+
+    def __init__(self, root: Path):
+        self.root = Path(root)
+
+    def paths(self, key: str) -> tuple[Path, Path]:
+        folder = self.root / key[:2]
+        return folder / f"{key}.so", folder / f"{key}.sha256"
+
+    def lookup(self, key: str) -> Path | None:
+        lib, sidecar = self.paths(key)
+        try:
+            want = sidecar.read_text().strip()
+            data = lib.read_bytes()
+        except OSError:
+            return None
+        if hashlib.sha256(data).hexdigest() == want:
+            return lib
+        for path in (lib, sidecar):
+            try:
+                path.unlink()
+            except OSError:
+                pass
+        return None
+
+    def store(self, key: str, build) -> Path:
+        """Call `build(path)` to write the library to a temp path, then publish it."""
+        lib, sidecar = self.paths(key)
+        lib.parent.mkdir(parents=True, exist_ok=True)
+        tmp = lib.parent / f".tmp-{os.getpid()}-{threading.get_ident()}-{lib.name}"
+        build(tmp)
+        digest = hashlib.sha256(tmp.read_bytes()).hexdigest()
+        os.replace(tmp, lib)
+        _atomic_write(sidecar, digest.encode())
+        return lib
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
+    os.replace(tmp, path)

@@ -1,0 +1,118 @@
+"""`dslc`: the ahead-of-time compiler's command line."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from dsl.grammar.diagnostics import CompileError
+
+from .errors import InternalError
+from .options import CompileOptions, from_env
+from .pipeline import EMIT_CHOICES, STAGE_NAMES, compile_file
+
+SUFFIX_TO_EMIT = {".so": "so", ".o": "obj", ".s": "asm", ".ll": "llvm"}
+TEXT_STAGES = ("ast", "typed", "loops", "llvm", "asm")
+
+
+@click.command(context_settings={"help_option_names": ["-h", "--help"]})
+@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path),
+              help="Write the result here (text stages print to stdout without -o).")
+@click.option("-H", "--header", type=click.Path(dir_okay=False, path_type=Path),
+              help="Also write a C header declaring the exported kernels.")
+@click.option("--emit", type=click.Choice(EMIT_CHOICES),
+              help="Stop after this stage: ast, typed (kernel IR), loops (loop IR), llvm, asm, obj or so. "
+                   "Default: from the -o suffix (.so .o .s .ll), else so.")
+@click.option("--target", "triple", metavar="TRIPLE", help="LLVM target triple (default: this machine).")
+@click.option("--cpu", metavar="CPU", help="Target CPU, e.g. znver3, haswell, x86-64-v3, neoverse-n1 (default: host).")
+@click.option("--features", metavar="FEATURES", help="LLVM feature string, e.g. +avx2,+fma (default: host's).")
+@click.option("-O", "opt_level", type=click.IntRange(0, 3), default=3, show_default=True,
+              help="LLVM optimization level, -O0 to -O3.")
+@click.option("-I", "include", multiple=True, type=click.Path(file_okay=False, path_type=Path),
+              help="Search this directory for imported .tk modules (repeatable).")
+@click.option("--print-after", "print_after", multiple=True, metavar="STAGE",
+              help=f"Print the IR after a stage or pass to stderr (repeatable): {', '.join(STAGE_NAMES)}.")
+@click.option("--print-after-all", is_flag=True, help="Print the IR after every stage and pass.")
+@click.option("--dump-dir", type=click.Path(file_okay=False, path_type=Path),
+              help="Write every stage to DIR, one numbered file per stage.")
+def main(file, output, header, emit, triple, cpu, features, opt_level, include, print_after,
+         print_after_all, dump_dir):
+    """Compile a kernel file (.tk) to a shared library, an object, assembly or IR.
+
+    \b
+    Examples:
+      dslc saxpy.tk -o saxpy.so -H saxpy.h    # library + C header
+      dslc saxpy.tk --emit=loops              # print the loop IR
+      dslc saxpy.tk --emit=asm -O3            # print assembly
+      dslc saxpy.tk --print-after-all -o saxpy.so
+
+    Each exported kernel returns int32: 0 on success, k > 0 when check k-1
+    failed (sizes disagree, outputs overlap inputs, an index is out of bounds);
+    the header lists the checks. Exit status: 0 ok, 1 errors in the program,
+    2 bad usage, 3 internal compiler error.
+    """
+    emit = emit or SUFFIX_TO_EMIT.get(output.suffix if output else "", "so")
+    if emit == "obj" and output is None:
+        raise click.UsageError("--emit=obj writes a binary file: give -o FILE")
+    if emit == "so" and output is None:
+        output = Path(file.stem + ".so")
+    names = set(print_after) | ({"all"} if print_after_all else set())
+    unknown = names - set(STAGE_NAMES) - {"all", "so"}
+    if unknown:
+        raise click.UsageError(f"unknown stage {sorted(unknown)[0]!r} for --print-after; "
+                               f"stages: {', '.join(STAGE_NAMES)}")
+    opts = from_env(CompileOptions(opt_level=opt_level, triple=triple, cpu=cpu, features=features,
+                                   print_after=frozenset(names), dump_dir=dump_dir,
+                                   include_paths=tuple(include)))
+    try:
+        _compile(file, output, header, emit, opts)
+    except CompileError as err:
+        click.echo(err.render(), err=True)
+        sys.exit(1)
+    except InternalError as err:
+        click.echo(f"dslc: {err}", err=True)
+        sys.exit(3)
+    except OSError as err:
+        click.echo(f"dslc: {err}", err=True)
+        sys.exit(1)
+
+
+def _compile(file: Path, output: Path | None, header: Path | None, emit: str, opts: CompileOptions) -> None:
+    stop = "obj" if emit == "so" else emit
+    job = compile_file(file, opts, stop_after=stop)
+    if emit in TEXT_STAGES:
+        from .pipeline import STAGES
+
+        text = next(s for s in STAGES if s.name == emit).show(job)
+        _write_text(output, text)
+    elif emit == "obj":
+        output.write_bytes(job.obj)
+    else:
+        from dsl.backends.link import link_shared
+
+        link_shared(job.obj, output, job.target)
+    if header is not None:
+        _write_header(job, header, file)
+
+
+def _write_text(output: Path | None, text: str) -> None:
+    if output is None:
+        click.echo(text.rstrip("\n"))
+    else:
+        output.write_text(text if text.endswith("\n") else text + "\n")
+
+
+def _write_header(job, header: Path, file: Path) -> None:
+    from dsl.backends.header import header_text
+
+    if job.program is None:
+        raise click.UsageError("-H needs the kernels to be lowered: use --emit=loops or later")
+    guard = "".join(c if c.isalnum() else "_" for c in header.name.upper())
+    header.write_text(header_text(list(job.program.kernels), guard))
+
+
+if __name__ == "__main__":
+    main()

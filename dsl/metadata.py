@@ -1,0 +1,90 @@
+"""What a caller needs to know about a compiled kernel, as JSON.
+
+The same description travels inside every `.so` (returned by its exported
+`__dsl_metadata()`), in the compile cache, and in memory for the JIT, so `dsl.load`
+and `@dsl.kernel` check arguments and explain failures the same way.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from dsl.lowering import ir
+
+FORMAT_VERSION = 1
+
+
+@dataclass(frozen=True)
+class ParamSpec:
+    name: str
+    kind: str  # 'tensor' or 'scalar'
+    dtype: str  # a type name of the language: f32, i64, ...
+    dims: tuple  # per axis: a dim name or an int (tensors only)
+    output: bool = False
+
+
+@dataclass(frozen=True)
+class CheckSpec:
+    kind: str  # 'shape', 'overlap' or 'bounds'
+    message: str
+    tensors: tuple[str, ...]
+    location: str  # file:line:col of the construct checked, or ''
+
+
+@dataclass(frozen=True)
+class KernelSpec:
+    name: str
+    params: tuple[ParamSpec, ...]
+    checks: tuple[CheckSpec, ...]
+    inplace: bool = False
+    doc: str | None = None
+
+    @property
+    def n_slots(self) -> int:
+        """How many 8-byte argument slots the packed entry point takes."""
+        return sum(1 + 2 * len(p.dims) if p.kind == "tensor" else 1 for p in self.params)
+
+
+def kernel_spec(kernel: ir.Kernel) -> KernelSpec:
+    params = []
+    for p in kernel.params:
+        if isinstance(p, ir.TensorParam):
+            dims = tuple(d if isinstance(d, int) else d.name for d in p.dims)
+            params.append(ParamSpec(p.name, "tensor", p.dtype.name, dims, p.is_output))
+        else:
+            params.append(ParamSpec(p.name, "scalar", p.dtype.name, ()))
+    checks = tuple(CheckSpec(c.kind, c.message, c.tensors, c.span.location if c.span else "")
+                   for c in kernel.checks)
+    return KernelSpec(kernel.name, tuple(params), checks, kernel.options.inplace, kernel.doc)
+
+
+def program_metadata(program: ir.Program) -> str:
+    return dumps([kernel_spec(k) for k in program.kernels])
+
+
+def dumps(specs: list[KernelSpec]) -> str:
+    data = {"format": FORMAT_VERSION, "kernels": [_spec_dict(s) for s in specs]}
+    return json.dumps(data, separators=(",", ":"))
+
+
+def _spec_dict(s: KernelSpec) -> dict:
+    return {
+        "name": s.name, "doc": s.doc, "inplace": s.inplace,
+        "params": [{"name": p.name, "kind": p.kind, "dtype": p.dtype, "dims": list(p.dims), "output": p.output}
+                   for p in s.params],
+        "checks": [{"kind": c.kind, "message": c.message, "tensors": list(c.tensors), "location": c.location}
+                   for c in s.checks],
+    }
+
+
+def loads(text: str) -> list[KernelSpec]:
+    data = json.loads(text)
+    if data.get("format") != FORMAT_VERSION:
+        raise ValueError(f"kernel metadata format {data.get('format')} is not supported (expected {FORMAT_VERSION})")
+    out = []
+    for k in data["kernels"]:
+        params = tuple(ParamSpec(p["name"], p["kind"], p["dtype"], tuple(p["dims"]), p["output"]) for p in k["params"])
+        checks = tuple(CheckSpec(c["kind"], c["message"], tuple(c["tensors"]), c["location"]) for c in k["checks"])
+        out.append(KernelSpec(k["name"], params, checks, k["inplace"], k["doc"]))
+    return out

@@ -1,0 +1,176 @@
+"""The compile pipeline, as data: one ordered list of stages.
+
+    ast -> typed -> loops -> (loop passes: guard, ...) -> llvm -> asm | obj -> so
+
+`--emit=STAGE` stops after a stage, `--print-after=STAGE` prints it on the way,
+`--dump-dir` writes each stage to a file; all three fall out of `STAGES`.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Callable
+
+from dsl.grammar.diagnostics import CompileError, Source
+from dsl.grammar.printer import format_ast
+from dsl.lowering import guard, ir
+from dsl.lowering.loops import lower_program
+from dsl.lowering.printer import format_program
+from dsl.lowering.typecheck import check_module
+from dsl.lowering.verify import verify_program
+
+from . import frontend
+from .errors import internal_errors
+from .metadata import program_metadata
+from .options import CompileOptions
+
+# Passes over the loop IR, in order; each has `name` and `run(kernel) -> kernel`.
+LOOP_PASSES = [guard]
+
+
+@dataclass
+class Job:
+    """Everything one compile has produced so far (each stage fills a field)."""
+
+    source: Source
+    options: CompileOptions
+    base_dir: Path | None = None
+    front: frontend.Frontend | None = None
+    typed: ir.Program | None = None
+    program: ir.Program | None = None  # loop IR, after the passes run so far
+    llvm: object | None = None  # llvmlite ModuleRef, optimized at options.opt_level
+    asm: str | None = None
+    obj: bytes | None = None
+    metadata: str = ""
+    target: object | None = None
+    kernel_options: ir.KernelOptions | None = None  # overrides `@options` (for @dsl.kernel)
+    printed: list[tuple[str, str]] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Stage:
+    name: str
+    run: Callable[[Job], None]
+    show: Callable[[Job], str | bytes]
+
+
+def _parse(job: Job) -> None:
+    if job.front is not None:
+        return  # the decorator parses its function and dependencies itself
+    job.front = frontend.load(job.source, job.options.include_paths, job.base_dir)
+
+
+def _typecheck(job: Job) -> None:
+    typed = check_module(job.front.module, frontend.visible_functions(job.front))
+    if job.kernel_options is not None and job.kernel_options != ir.KernelOptions():
+        typed = replace(typed, kernels=tuple(replace(k, options=job.kernel_options) for k in typed.kernels))
+    job.typed = typed
+    _verify(job, job.typed, "kernel")
+
+
+def _lower(job: Job) -> None:
+    job.program = lower_program(job.typed)
+    _verify(job, job.program, "loops")
+
+
+def _verify(job: Job, program: ir.Program, level: str) -> None:
+    if job.options.verify:
+        verify_program(program, level)
+
+
+def _loop_pass(p) -> Callable[[Job], None]:
+    def run(job: Job) -> None:
+        kernels = tuple(p.run(k) for k in job.program.kernels)
+        job.program = replace(job.program, kernels=kernels)
+        _verify(job, job.program, "loops")
+
+    return run
+
+
+def _llvm(job: Job) -> None:
+    from dsl.backends.llvm.module import build_module
+    from dsl.backends.optimize import optimize, verify_llvm
+    from dsl.backends.target import make_target
+
+    opts = job.options
+    job.target = make_target(opts.triple, opts.cpu, opts.features)
+    job.metadata = program_metadata(job.program)
+    module = build_module(list(job.program.kernels), job.target, job.metadata, module_name=job.source.name)
+    ref = verify_llvm(module)
+    optimize(ref, job.target, opts.opt_level)
+    job.llvm = ref
+
+
+def _asm(job: Job) -> None:
+    from dsl.backends.optimize import emit_asm
+
+    job.asm = emit_asm(job.llvm, job.target, job.options.opt_level)
+
+
+def _obj(job: Job) -> None:
+    from dsl.backends.optimize import emit_object
+
+    job.obj = emit_object(job.llvm, job.target, job.options.opt_level)
+
+
+def _show_program(attr: str) -> Callable[[Job], str]:
+    return lambda job: format_program(getattr(job, attr))
+
+
+STAGES: list[Stage] = [
+    Stage("ast", _parse, lambda job: format_ast(job.front.module)),
+    Stage("typed", _typecheck, _show_program("typed")),
+    Stage("loops", _lower, _show_program("program")),
+    *(Stage(p.name, _loop_pass(p), _show_program("program")) for p in LOOP_PASSES),
+    Stage("llvm", _llvm, lambda job: str(job.llvm)),
+    Stage("asm", _asm, lambda job: job.asm),
+    Stage("obj", _obj, lambda job: job.obj),
+]
+STAGE_NAMES = [s.name for s in STAGES]
+EMIT_CHOICES = ["ast", "typed", "loops", "llvm", "asm", "obj", "so"]
+
+
+def run(job: Job, stop_after: str = "obj", out=sys.stderr) -> Job:
+    """Run the stages up to `stop_after` (inclusive), printing/dumping as asked."""
+    last = STAGE_NAMES.index(stop_after)
+    for index, stage in enumerate(STAGES[: last + 1]):
+        if stage.name == "asm" and stop_after == "obj":
+            continue  # asm is a side branch of obj
+        with internal_errors(job.options.debug, stage.name, job.source.name):
+            stage.run(job)
+        _print_stage(job, index, stage, out)
+    return job
+
+
+def _print_stage(job: Job, index: int, stage: Stage, out) -> None:
+    opts = job.options
+    wants_print = opts.prints_after(stage.name) and stage.name != "obj"
+    if not wants_print and opts.dump_dir is None:
+        return
+    text = stage.show(job)
+    if wants_print:
+        print(f"// ----- after {stage.name} -----", file=out)
+        print(text, file=out)
+    if opts.dump_dir is not None:
+        opts.dump_dir.mkdir(parents=True, exist_ok=True)
+        suffix = "o" if isinstance(text, bytes) else "txt"
+        path = opts.dump_dir / f"{index:02d}-{stage.name}.{suffix}"
+        path.write_bytes(text) if isinstance(text, bytes) else path.write_text(text)
+
+
+def compile_source(source: Source, options: CompileOptions, stop_after: str = "obj",
+                   base_dir: Path | None = None) -> Job:
+    """Compile program text; raises `CompileError` for mistakes in it."""
+    return run(Job(source, options, base_dir=base_dir), stop_after)
+
+
+def compile_file(path, options: CompileOptions | None = None, stop_after: str = "obj") -> Job:
+    """Compile a `.tk` file (and what it imports) up to `stop_after`."""
+    path = Path(path)
+    source = frontend.read_source(path)
+    return compile_source(source, options or CompileOptions(), stop_after, base_dir=path.parent)
+
+
+__all__ = ["CompileError", "Job", "STAGES", "compile_file", "compile_source", "run"]

@@ -1,0 +1,60 @@
+"""Compile every examples/*.tk to a shared library with `dslc`, run each kernel
+on random inputs, and compare with numpy: one line per kernel.
+
+    python examples/run_examples.py [--build-dir DIR]
+"""
+
+import argparse
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+import dsl
+from references import CASES
+
+HERE = Path(__file__).resolve().parent
+
+
+def build(tk: Path, out_dir: Path) -> Path:
+    so = out_dir / f"{tk.stem}.so"
+    cmd = [sys.executable, "-m", "dsl.cli", str(tk), "-o", str(so), "-H", str(so.with_suffix(".h"))]
+    subprocess.run(cmd, check=True)
+    return so
+
+
+def run_case(lib, name: str) -> tuple[float, float]:
+    args, reference = CASES[name]()
+    kernel = getattr(lib, name)
+    kernel(*args)  # warm up
+    start = time.perf_counter()
+    kernel(*args)
+    elapsed = time.perf_counter() - start
+    got, want = reference(*args)
+    return float(np.max(np.abs(got - want))) if got.size else 0.0, elapsed
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--build-dir", type=Path, default=HERE / "build")
+    args = parser.parse_args()
+    args.build_dir.mkdir(parents=True, exist_ok=True)
+    failures = 0
+    print(f"{'kernel':<16} {'max abs error':>14} {'time':>12}")
+    for tk in sorted(HERE.glob("*.tk")):
+        lib = dsl.load(build(tk, args.build_dir))
+        for name in sorted(lib.specs):
+            if name not in CASES:
+                print(f"{name:<16} {'(no reference)':>14}")
+                continue
+            err, seconds = run_case(lib, name)
+            ok = err < 1e-3
+            failures += not ok
+            print(f"{name:<16} {err:>14.3g} {seconds * 1e3:>10.3f} ms{'' if ok else '  MISMATCH'}")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

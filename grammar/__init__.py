@@ -1,0 +1,1 @@
+"""Syntax of the kernel language: grammar, AST, parser, spans and diagnostics."""

@@ -1,0 +1,105 @@
+"""Proving at compile time that an index stays in bounds.
+
+An index that is a linear combination of loop variables, dims and constants is
+bounded by substituting each loop variable, innermost first, with the end of its
+range that makes the expression largest (or smallest). If the largest value is
+provably below the axis size and the smallest provably >= 0 — e.g. `A[i, k]`
+inside `for i in range(M)` where A's axis 0 is M — the check is not needed.
+Dims are sizes, so they are never negative.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from . import ir
+
+Linear = dict  # sym or 1 (the constant term) -> int coefficient
+
+
+@dataclass(frozen=True)
+class LoopRange:
+    var: ir.Sym
+    start: ir.Expr
+    stop: ir.Expr
+    step: int
+
+
+def linear(e: ir.Expr) -> Linear | None:
+    match e:
+        case ir.Const(value) if isinstance(value, int) and not isinstance(value, bool):
+            return {1: value}
+        case ir.Var(sym) if sym.role in ("loop", "dim"):
+            return {sym: 1}
+        case ir.Shape(tensor, axis):
+            dim = tensor.dims[axis]
+            return {1: dim} if isinstance(dim, int) else {dim: 1}
+        case ir.Binary("+" | "-", lhs, rhs):
+            a, b = linear(lhs), linear(rhs)
+            if a is None or b is None:
+                return None
+            return _add(a, b, 1 if e.op == "+" else -1)
+        case ir.Binary("*", lhs, rhs):
+            a, b = linear(lhs), linear(rhs)
+            if a is None or b is None:
+                return None
+            if set(a) <= {1}:
+                return _scale(b, a.get(1, 0))
+            if set(b) <= {1}:
+                return _scale(a, b.get(1, 0))
+        case ir.Unary("neg", operand):
+            a = linear(operand)
+            return None if a is None else _scale(a, -1)
+    return None
+
+
+def _add(a: Linear, b: Linear, sign: int) -> Linear:
+    out = dict(a)
+    for key, coef in b.items():
+        out[key] = out.get(key, 0) + sign * coef
+    return {k: v for k, v in out.items() if v or k == 1}
+
+
+def _scale(a: Linear, factor: int) -> Linear:
+    return {k: v * factor for k, v in a.items()}
+
+
+def _extreme(form: Linear, loops: list[LoopRange], largest: bool) -> Linear | None:
+    """The largest (or smallest) value of `form` over the loops' ranges."""
+    for loop in reversed(loops):
+        coef = form.get(loop.var, 0)
+        if not coef:
+            continue
+        up = (coef > 0) == largest
+        low, high = _bounds(loop)
+        end = high if up else low
+        if end is None:
+            return None
+        rest = {k: v for k, v in form.items() if k is not loop.var}
+        form = _add(rest, _scale(end, coef), 1)
+    if any(isinstance(k, ir.Sym) and k.role != "dim" for k in form):
+        return None
+    return form
+
+
+def _bounds(loop: LoopRange) -> tuple[Linear | None, Linear | None]:
+    start, stop = linear(loop.start), linear(loop.stop)
+    if start is None or stop is None:
+        return None, None
+    if loop.step > 0:
+        return start, _add(stop, {1: -1}, 1)
+    return _add(stop, {1: 1}, 1), start
+
+
+def provably_in_bounds(index: ir.Expr, size: ir.Expr, loops: list[LoopRange]) -> bool:
+    form, bound = linear(index), linear(size)
+    if form is None or bound is None:
+        return False
+    low = _extreme(form, loops, largest=False)
+    high = _extreme(form, loops, largest=True)
+    if low is None or high is None:
+        return False
+    nonneg = all(v >= 0 for v in low.values())
+    slack = _add(high, bound, -1)  # high - size must be <= -1
+    below = all(v <= 0 for k, v in slack.items() if k != 1) and slack.get(1, 0) <= -1
+    return nonneg and below

@@ -1,0 +1,325 @@
+"""The kernel IR and the loop IR: typed, resolved, with spans.
+
+One set of nodes serves both levels. The type checker produces the *kernel IR*,
+which may still hold index-notation statements (`IndexStore`) and reductions
+(`Reduce`). `lowering.loops` turns those into explicit loops; what remains is the
+*loop IR*, which the scheduling transforms rewrite and the LLVM backend compiles.
+`lowering.verify` states the invariants of each level.
+
+Variables are unique `Sym`s (compared by identity), so a transform that copies or
+renames code cannot capture a name. Every value has a `ScalarType`; `lanes` is 1
+for scalars (vector values arrive with the `vectorize` transform).
+
+    expr := Const | Var | Shape | Load | Binary | Unary | Cast | Call | Select
+          | Overlaps | Reduce (kernel IR only)
+    stmt := For | If | Assign | Store | Check | IndexStore (kernel IR only)
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+
+from dsl.grammar.diagnostics import Span
+
+from .types import BOOL, I64, ScalarType
+
+_ids = itertools.count()
+
+
+@dataclass(frozen=True, eq=False, slots=True)
+class Sym:
+    """A unique variable: a loop index, a local, a scalar parameter or a dim.
+
+    `role` is 'loop', 'local', 'scalar', 'dim', 'index' (a free index of index
+    notation) or 'tensor'.
+    """
+
+    name: str
+    type: ScalarType
+    role: str
+    id: int = field(default_factory=lambda: next(_ids))
+
+    def __repr__(self) -> str:
+        return f"{self.name}#{self.id}"
+
+
+def fresh(like: Sym, name: str | None = None) -> Sym:
+    """A new symbol with the same type and role (for transforms that copy code)."""
+    return Sym(name or like.name, like.type, like.role)
+
+
+# ----------------------------------------------------------------- expressions
+
+
+@dataclass(frozen=True, slots=True)
+class Const:
+    value: int | float | bool
+    type: ScalarType
+    span: Span | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Var:
+    sym: Sym
+    span: Span | None = None
+
+    @property
+    def type(self) -> ScalarType:
+        return self.sym.type
+
+
+@dataclass(frozen=True, slots=True)
+class Shape:
+    """The runtime size of `tensor`'s axis `axis` (an i64)."""
+
+    tensor: "TensorParam"
+    axis: int
+    span: Span | None = None
+    type: ScalarType = I64
+
+
+@dataclass(frozen=True, slots=True)
+class Load:
+    """`tensor[indices]`; the result has the tensor's value type (f16 -> f32)."""
+
+    tensor: "TensorParam"
+    indices: tuple["Expr", ...]
+    type: ScalarType
+    span: Span | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Binary:
+    """Arithmetic (+ - * / // % & | ^ << >>), comparison (== != < <= > >=),
+    logical (and or, short-circuit), min and max. Operands share one type,
+    except comparisons (result bool) and shifts."""
+
+    op: str
+    lhs: "Expr"
+    rhs: "Expr"
+    type: ScalarType
+    span: Span | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Unary:
+    """neg, not, invert (~), and the one-argument intrinsics: abs exp log sqrt
+    rsqrt tanh erf floor ceil."""
+
+    op: str
+    operand: "Expr"
+    type: ScalarType
+    span: Span | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Cast:
+    value: "Expr"
+    type: ScalarType
+    span: Span | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Fma:
+    """a * b + c with one rounding."""
+
+    a: "Expr"
+    b: "Expr"
+    c: "Expr"
+    type: ScalarType
+    span: Span | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Select:
+    """`a if cond else b`: only the chosen side is evaluated."""
+
+    cond: "Expr"
+    a: "Expr"
+    b: "Expr"
+    type: ScalarType
+    span: Span | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Overlaps:
+    """True when the memory of two tensors may overlap (used by entry checks)."""
+
+    a: "TensorParam"
+    b: "TensorParam"
+    span: Span | None = None
+    type: ScalarType = BOOL
+
+
+@dataclass(frozen=True, slots=True)
+class Reduce:
+    """Kernel IR only: `op` (sum, max, min) of `body` over the free `indices`."""
+
+    op: str
+    indices: tuple[tuple[Sym, "Expr"], ...]
+    body: "Expr"
+    type: ScalarType
+    span: Span | None = None
+
+
+Expr = Const | Var | Shape | Load | Binary | Unary | Cast | Fma | Select | Overlaps | Reduce
+
+# ------------------------------------------------------------------ statements
+
+
+@dataclass(frozen=True, slots=True)
+class For:
+    """`for var in range(start, stop, step)`; `step` is a nonzero constant.
+
+    `name` is the loop's schedule name (`i`, `i.outer`); `kind` is 'serial'
+    until a transform says otherwise ('parallel', 'vector', 'unroll').
+    """
+
+    var: Sym
+    start: Expr
+    stop: Expr
+    step: int
+    body: tuple["Stmt", ...]
+    name: str
+    kind: str = "serial"
+    span: Span | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class If:
+    cond: Expr
+    then: tuple["Stmt", ...]
+    orelse: tuple["Stmt", ...] = ()
+    span: Span | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Assign:
+    """Give the local `sym` a value (locals are mutable, kernel-scoped)."""
+
+    sym: Sym
+    value: Expr
+    span: Span | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Store:
+    tensor: "TensorParam"
+    indices: tuple[Expr, ...]
+    value: Expr
+    span: Span | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Check:
+    """If `cond` is false, the kernel stops and returns `kernel.checks[code]`'s id.
+
+    Entry checks (sizes agree, outputs do not overlap inputs) and bounds checks
+    are `Check`s, so they are visible in printed IR and run by the interpreter.
+    """
+
+    cond: Expr
+    code: int
+    span: Span | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class IndexStore:
+    """Kernel IR only: `tensor[...] = value` over the free `indices` (index notation)."""
+
+    indices: tuple[tuple[Sym, Expr], ...]
+    store: Store
+    span: Span | None = None
+
+
+Stmt = For | If | Assign | Store | Check | IndexStore
+
+# ------------------------------------------------------------------- kernels
+
+
+@dataclass(frozen=True, eq=False, slots=True)
+class TensorParam:
+    """A tensor parameter: dtype, one dim per axis (a dim `Sym` or an int)."""
+
+    name: str
+    dtype: ScalarType
+    dims: tuple[Sym | int, ...]
+    is_output: bool
+    span: Span | None = None
+
+    @property
+    def rank(self) -> int:
+        return len(self.dims)
+
+    def __repr__(self) -> str:
+        return f"TensorParam({self.name})"
+
+
+@dataclass(frozen=True, slots=True)
+class ScalarParam:
+    sym: Sym
+    span: Span | None = None
+
+    @property
+    def name(self) -> str:
+        return self.sym.name
+
+    @property
+    def dtype(self) -> ScalarType:
+        return self.sym.type
+
+
+Param = TensorParam | ScalarParam
+
+
+@dataclass(frozen=True, slots=True)
+class CheckInfo:
+    """What a failed `Check` means: `kind` is 'shape', 'overlap' or 'bounds'."""
+
+    kind: str
+    message: str
+    span: Span | None = None
+    tensors: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class KernelOptions:
+    """Per-kernel compile options from the source (`@options(...)`)."""
+
+    reassociate: bool = False  # allow reordering float reductions
+    inplace: bool = False  # outputs may alias inputs elementwise
+
+
+@dataclass(frozen=True, slots=True)
+class Kernel:
+    """A kernel: parameters, the dims they introduce, and a body.
+
+    `dims` are bound at entry from the first tensor axis that names them
+    (`lowering.loops` emits those `Assign`s and the `Check`s that the others agree).
+    `checks` is the table behind every `Check.code`.
+    """
+
+    name: str
+    params: tuple[Param, ...]
+    dims: tuple[Sym, ...]
+    body: tuple[Stmt, ...]
+    options: KernelOptions = KernelOptions()
+    checks: tuple[CheckInfo, ...] = ()
+    doc: str | None = None
+    span: Span | None = None
+
+    def tensor(self, name: str) -> TensorParam:
+        return next(p for p in self.params if isinstance(p, TensorParam) and p.name == name)
+
+    @property
+    def tensors(self) -> tuple[TensorParam, ...]:
+        return tuple(p for p in self.params if isinstance(p, TensorParam))
+
+
+@dataclass(frozen=True, slots=True)
+class Program:
+    """The kernels of one compile, with the names of the sources they came from."""
+
+    kernels: tuple[Kernel, ...]
+    sources: tuple[str, ...] = ()

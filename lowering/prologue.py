@@ -1,0 +1,51 @@
+"""A kernel's entry: bind each dim from the first axis that names it, check that
+every other axis agrees, and check that outputs do not overlap other tensors."""
+
+from __future__ import annotations
+
+from . import ir
+from .types import BOOL, I64
+
+
+def entry_prologue(kernel: ir.Kernel) -> tuple[list[ir.Stmt], list[ir.CheckInfo]]:
+    stmts: list[ir.Stmt] = []
+    checks: list[ir.CheckInfo] = list(kernel.checks)
+    first: dict[ir.Sym, tuple[ir.TensorParam, int]] = {}
+    for tensor in kernel.tensors:
+        for axis, dim in enumerate(tensor.dims):
+            shape = ir.Shape(tensor, axis, tensor.span)
+            if isinstance(dim, int):
+                msg = f"'{tensor.name}' axis {axis} must have size {dim}"
+                expected: ir.Expr = ir.Const(dim, I64)
+            elif dim not in first:
+                first[dim] = (tensor, axis)
+                stmts.append(ir.Assign(dim, shape, tensor.span))
+                continue
+            else:
+                owner, owner_axis = first[dim]
+                msg = f"'{tensor.name}' axis {axis} must equal {dim.name} ('{owner.name}' axis {owner_axis})"
+                expected = ir.Var(dim)
+            checks.append(ir.CheckInfo("shape", msg, tensor.span, (tensor.name,)))
+            cond = ir.Binary("==", shape, expected, BOOL, tensor.span)
+            stmts.append(ir.Check(cond, len(checks) - 1, tensor.span))
+    if not kernel.options.inplace:
+        stmts += _overlap_checks(kernel, checks)
+    return stmts, checks
+
+
+def _overlap_checks(kernel: ir.Kernel, checks: list[ir.CheckInfo]) -> list[ir.Stmt]:
+    stmts = []
+    tensors = kernel.tensors
+    for i, out in enumerate(tensors):
+        if not out.is_output:
+            continue
+        for j, other in enumerate(tensors):
+            if other is out or (other.is_output and j < i):
+                continue
+            msg = (f"output '{out.name}' shares memory with '{other.name}'; outputs must not overlap "
+                   "other arguments (mark the kernel @options(inplace=True) if it is safe)")
+            checks.append(ir.CheckInfo("overlap", msg, out.span, (out.name, other.name)))
+            overlaps = ir.Overlaps(out, other, out.span)
+            cond = ir.Unary("not", overlaps, BOOL, out.span)
+            stmts.append(ir.Check(cond, len(checks) - 1, out.span))
+    return stmts

@@ -1,0 +1,139 @@
+"""Generic bottom-up rewriting and walking of IR trees.
+
+`map_expr(e, fn)` rebuilds `e` with `fn` applied to every sub-expression after its
+children (post-order); `map_stmts(body, expr_fn, stmt_fn)` does the same for
+statements. Transforms express themselves as small `fn`s instead of re-spelling
+the traversal.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Callable, Iterator
+
+from . import ir
+
+ExprFn = Callable[[ir.Expr], ir.Expr]
+StmtFn = Callable[[ir.Stmt], "ir.Stmt | list[ir.Stmt] | None"]
+
+
+def map_expr(e: ir.Expr, fn: ExprFn) -> ir.Expr:
+    match e:
+        case ir.Load(tensor, indices):
+            e = replace(e, indices=tuple(map_expr(i, fn) for i in indices))
+        case ir.Binary(_, lhs, rhs):
+            e = replace(e, lhs=map_expr(lhs, fn), rhs=map_expr(rhs, fn))
+        case ir.Unary(_, operand):
+            e = replace(e, operand=map_expr(operand, fn))
+        case ir.Cast(value):
+            e = replace(e, value=map_expr(value, fn))
+        case ir.Fma(a, b, c):
+            e = replace(e, a=map_expr(a, fn), b=map_expr(b, fn), c=map_expr(c, fn))
+        case ir.Select(cond, a, b):
+            e = replace(e, cond=map_expr(cond, fn), a=map_expr(a, fn), b=map_expr(b, fn))
+        case ir.Reduce(_, indices, body):
+            idx = tuple((s, map_expr(x, fn)) for s, x in indices)
+            e = replace(e, indices=idx, body=map_expr(body, fn))
+    return fn(e)
+
+
+def map_stmts(body, expr_fn: ExprFn | None = None, stmt_fn: StmtFn | None = None) -> tuple[ir.Stmt, ...]:
+    """Rewrite a statement list; `stmt_fn` may return a statement, a list, or None
+    (keep the rebuilt statement)."""
+    out: list[ir.Stmt] = []
+    for s in body:
+        s = _map_children(s, expr_fn, stmt_fn)
+        result = stmt_fn(s) if stmt_fn else None
+        if result is None:
+            out.append(s)
+        elif isinstance(result, list):
+            out.extend(result)
+        else:
+            out.append(result)
+    return tuple(out)
+
+
+def _map_children(s: ir.Stmt, expr_fn, stmt_fn) -> ir.Stmt:
+    ex = (lambda e: map_expr(e, expr_fn)) if expr_fn else (lambda e: e)
+    match s:
+        case ir.For(_, start, stop, _, body):
+            return replace(s, start=ex(start), stop=ex(stop), body=map_stmts(body, expr_fn, stmt_fn))
+        case ir.If(cond, then, orelse):
+            return replace(s, cond=ex(cond), then=map_stmts(then, expr_fn, stmt_fn),
+                           orelse=map_stmts(orelse, expr_fn, stmt_fn))
+        case ir.Assign(_, value):
+            return replace(s, value=ex(value))
+        case ir.Store(_, indices, value):
+            return replace(s, indices=tuple(ex(i) for i in indices), value=ex(value))
+        case ir.Check(cond):
+            return replace(s, cond=ex(cond))
+        case ir.IndexStore(indices, store):
+            idx = tuple((sym, ex(x)) for sym, x in indices)
+            return replace(s, indices=idx, store=_map_children(store, expr_fn, stmt_fn))
+    return s
+
+
+def child_exprs(e: ir.Expr) -> tuple[ir.Expr, ...]:
+    match e:
+        case ir.Load(_, indices):
+            return indices
+        case ir.Binary(_, lhs, rhs):
+            return (lhs, rhs)
+        case ir.Unary(_, operand) | ir.Cast(operand):
+            return (operand,)
+        case ir.Fma(a, b, c) | ir.Select(a, b, c):
+            return (a, b, c)
+        case ir.Reduce(_, indices, body):
+            return (*(x for _, x in indices), body)
+    return ()
+
+
+def walk_expr(e: ir.Expr) -> Iterator[ir.Expr]:
+    """Every sub-expression of `e`, `e` first."""
+    stack = [e]
+    while stack:
+        node = stack.pop()
+        yield node
+        stack.extend(reversed(child_exprs(node)))
+
+
+def stmt_exprs(s: ir.Stmt) -> tuple[ir.Expr, ...]:
+    """The expressions a statement evaluates itself (not those of nested bodies)."""
+    match s:
+        case ir.For(_, start, stop):
+            return (start, stop)
+        case ir.If(cond):
+            return (cond,)
+        case ir.Assign(_, value):
+            return (value,)
+        case ir.Store(_, indices, value):
+            return (*indices, value)
+        case ir.Check(cond):
+            return (cond,)
+        case ir.IndexStore(indices, store):
+            return (*(x for _, x in indices), *stmt_exprs(store))
+    return ()
+
+
+def walk_stmts(body) -> Iterator[ir.Stmt]:
+    """Every statement in `body`, nested ones included, in program order."""
+    for s in body:
+        yield s
+        match s:
+            case ir.For(body=inner):
+                yield from walk_stmts(inner)
+            case ir.If(then=then, orelse=orelse):
+                yield from walk_stmts(then)
+                yield from walk_stmts(orelse)
+
+
+def assigned_syms(body) -> set[ir.Sym]:
+    """Symbols given a value anywhere in `body` (locals and loop variables)."""
+    out: set[ir.Sym] = set()
+    for s in walk_stmts(body):
+        match s:
+            case ir.Assign(sym):
+                out.add(sym)
+            case ir.For(var):
+                out.add(var)
+    return out

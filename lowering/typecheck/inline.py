@@ -1,0 +1,152 @@
+"""Calls to user functions (helpers and other kernels) are inlined.
+
+The callee's body is type checked again at each call, in its own scope, with its
+parameters bound to the caller's arguments: a tensor parameter becomes the
+caller's tensor (its dims unify with the caller's), a scalar parameter a fresh
+local holding the argument's value. The inlined statements run before the
+statement that made the call. Recursion is reported, since inlining could not end.
+"""
+
+from __future__ import annotations
+
+from dsl.grammar import ast
+
+from .. import ir
+from ..types import BY_NAME, F16
+from .coerce import TExpr, coerce
+from .context import Locals
+from .exprs import ExprChecker, strip_qualifier
+
+MAX_INLINE_DEPTH = 64
+
+
+def inline_call(ck: ExprChecker, node: ast.Call, fn: ast.FunctionDef, want_value: bool) -> TExpr | None:
+    ctx = ck.ctx
+    if fn.name in ctx.call_stack:
+        chain = " -> ".join([*ctx.call_stack[ctx.call_stack.index(fn.name):], fn.name])
+        ck.bag.error(node.func_span, f"recursive call to '{fn.name}' ({chain}); calls are inlined, "
+                     "so recursion is not supported")
+        return None
+    if len(ctx.call_stack) >= MAX_INLINE_DEPTH:
+        ck.bag.error(node.func_span, f"calls nested more than {MAX_INLINE_DEPTH} deep")
+        return None
+    returns = _return_type(ck, fn)
+    if want_value and returns is None:
+        ck.bag.error(node.func_span, f"'{fn.name}' returns no value (it is a kernel); call it as a statement")
+        return None
+    args = _match_args(ck, node, fn)
+    if args is None:
+        return None
+    saved = ctx.take_prelude()
+    frame = ck.frame.child(barrier=True)
+    for param, arg in zip(fn.params, args):
+        _bind(ck, frame, param, arg, saved)
+    from .stmts import StmtChecker
+
+    ret = ir.Sym(f"{fn.name}.result", returns, "local") if returns is not None else None
+    callee = StmtChecker(ctx, frame, Locals(), fn.name, ret_sym=ret)
+    ctx.call_stack.append(fn.name)
+    try:
+        body = callee.function_body(fn)
+    finally:
+        ctx.call_stack.pop()
+    ctx.prelude = saved + list(body)
+    if ret is None:
+        return TExpr(ir.Const(0, BY_NAME["i32"], node.span))
+    return TExpr(ir.Var(ret, node.span))
+
+
+def _return_type(ck: ExprChecker, fn: ast.FunctionDef):
+    if fn.returns is None or fn.returns.name == "None":
+        return None
+    name = strip_qualifier(fn.returns.name)
+    if fn.returns.dims is not None or name not in BY_NAME or BY_NAME[name] == F16:
+        ck.bag.error(fn.returns.span, "a function can return only a scalar (f32, f64, i32, ...)")
+        return BY_NAME["f32"]
+    return BY_NAME[name]
+
+
+def _match_args(ck: ExprChecker, node: ast.Call, fn: ast.FunctionDef) -> list | None:
+    names = [p.name for p in fn.params]
+    args: list = list(node.args)
+    if len(args) > len(names):
+        ck.bag.error(node.span, f"'{fn.name}' takes {len(names)} arguments but {len(args)} were given")
+        return None
+    args += [None] * (len(names) - len(args))
+    for kw in node.keywords:
+        if kw.name not in names:
+            ck.bag.error(kw.span, f"'{fn.name}' has no parameter named '{kw.name}'")
+            return None
+        slot = names.index(kw.name)
+        if args[slot] is not None:
+            ck.bag.error(kw.span, f"parameter '{kw.name}' of '{fn.name}' given twice")
+            return None
+        args[slot] = kw.value
+    missing = [n for n, a in zip(names, args) if a is None]
+    if missing:
+        ck.bag.error(node.span, f"'{fn.name}' is missing argument '{missing[0]}'")
+        return None
+    return args
+
+
+def _bind(ck: ExprChecker, frame, param: ast.Param, arg: ast.Expr, prelude: list) -> None:
+    ann = param.annotation
+    type_name = strip_qualifier(ann.name)
+    dtype = BY_NAME.get(type_name)
+    if dtype is None:
+        ck.bag.error(ann.span, f"unknown type '{type_name}'")
+        return
+    if ann.dims is None:
+        te = ck.expr(arg)
+        value = coerce(te, dtype, ck.bag, arg.span, f"argument '{param.name}'")
+        if value is None:
+            return
+        sym = ir.Sym(param.name, dtype, "local")
+        prelude.append(ir.Assign(sym, value, arg.span))
+        frame.values[param.name] = ir.Var(sym)
+        frame.readonly[param.name] = "a parameter"
+        return
+    if not isinstance(arg, ast.Name):
+        ck.bag.error(arg.span, f"argument '{param.name}' must be a tensor name (a tensor parameter expects a whole tensor)")
+        return
+    tensor = ck.tensor(arg)
+    if tensor is None:
+        return
+    if tensor.dtype != dtype:
+        ck.bag.error(arg.span, f"argument '{param.name}' expects {dtype} elements, but '{arg.id}' holds {tensor.dtype}")
+        return
+    dims = ck.frame.dims_of(strip_qualifier(arg.id)) or tuple(_dim_expr(d) for d in tensor.dims)
+    if len(dims) != len(ann.dims):
+        ck.bag.error(arg.span, f"argument '{param.name}' expects rank {len(ann.dims)}, but '{arg.id}' has rank {len(dims)}")
+        return
+    for axis, (want, have) in enumerate(zip(ann.dims, dims)):
+        _unify_dim(ck, frame, param.name, axis, want, have, arg)
+    frame.tensors[param.name] = tensor
+    frame.tensor_dims[param.name] = dims
+
+
+def _dim_expr(dim) -> ir.Expr:
+    return ir.Const(dim, BY_NAME["i64"]) if isinstance(dim, int) else ir.Var(dim)
+
+
+def _unify_dim(ck, frame, pname: str, axis: int, want, have: ir.Expr, arg) -> None:
+    if isinstance(want, ast.IntLit):
+        if not (isinstance(have, ir.Const) and have.value == want.value):
+            ck.bag.error(arg.span, f"argument '{pname}' needs axis {axis} of size {want.value}, "
+                         f"but '{arg.id}' axis {axis} is not known to be {want.value}")
+        return
+    name = strip_qualifier(want.id)
+    bound = frame.values.get(name)
+    if bound is None:
+        frame.values[name] = have
+        frame.readonly[name] = "a dimension"
+    elif not same_dim(bound, have):
+        ck.bag.error(arg.span, f"dim '{name}' of '{pname}' (axis {axis}) does not match its other uses in this call")
+
+
+def same_dim(a: ir.Expr, b: ir.Expr) -> bool:
+    if isinstance(a, ir.Var) and isinstance(b, ir.Var):
+        return a.sym is b.sym
+    if isinstance(a, ir.Const) and isinstance(b, ir.Const):
+        return a.value == b.value
+    return False

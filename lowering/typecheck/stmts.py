@@ -1,0 +1,224 @@
+"""Type checking of statements: AST statements -> kernel IR statements."""
+
+from __future__ import annotations
+
+from dsl.grammar import ast
+
+from .. import ir
+from ..types import I64, value_type
+from .coerce import TExpr, coerce, concrete, default_type, retype
+from .exprs import ExprChecker, strip_qualifier
+from .index_notation import STATEMENT, scan
+from .locals_remap import apply_remap
+
+
+class StmtChecker(ExprChecker):
+    """Checks one function body (a kernel's, or an inlined callee's)."""
+
+    def __init__(self, ctx, frame, locals_, fn_name: str, ret_sym: ir.Sym | None = None):
+        super().__init__(ctx, frame, locals_, fn_name)
+        self.ret_sym = ret_sym
+        self.plan = None
+        self.extents: dict = {}
+        self.assigned: set[str] = set()
+
+    def function_body(self, fn: ast.FunctionDef) -> tuple[ir.Stmt, ...]:
+        self.check_returns(fn)
+        body = self.block(fn.body)
+        return apply_remap(tuple(body), self.locals.remap)
+
+    def block(self, stmts) -> list[ir.Stmt]:
+        out: list[ir.Stmt] = []
+        for s in stmts:
+            out += self.stmt(s)
+        return out
+
+    def stmt(self, node: ast.Stmt) -> list[ir.Stmt]:
+        match node:
+            case ast.Assign(target=ast.Name() as name, value=value):
+                return self.assign_local(name, value, node.span)
+            case ast.Assign(target=ast.Subscript() as target, value=value):
+                return self.assign_element(target, value, node.span)
+            case ast.AugAssign(target=target, op=op, value=value):
+                combined = ast.BinOp(op, target, value, node.span)
+                return self.stmt(ast.Assign(target, combined, node.span))
+            case ast.For():
+                return self.for_loop(node)
+            case ast.If():
+                return self.if_stmt(node)
+            case ast.Return():
+                return self.return_stmt(node)
+            case ast.Pass():
+                return []
+            case ast.ExprStmt(value=value):
+                return self.expr_stmt(value, node.span)
+        self.bag.error(node.span, "unsupported statement")
+        return []
+
+    # ---------------------------------------------------------------- locals
+
+    def assign_local(self, name: ast.Name, value: ast.Expr, span) -> list[ir.Stmt]:
+        ident = name.id
+        reason = self._not_assignable(ident)
+        plan = scan(None, value, self.is_bound)
+        self._report_stray(plan)
+        self.plan, self.extents = plan, self._extents(plan)
+        te = self.expr(value)
+        self.plan = None
+        pre = self.ctx.take_prelude()
+        if reason:
+            self.bag.error(name.span, f"cannot assign to '{ident}': it is {reason}")
+            return pre
+        if te is None:
+            self.assigned.add(ident)
+            self.locals.syms.setdefault(ident, ir.Sym(ident, default_type("float"), "local"))
+            return pre
+        sym, expr = self._local_value(ident, te, span)
+        self.assigned.add(ident)
+        return pre if expr is None else pre + [ir.Assign(sym, expr, span)]
+
+    def _local_value(self, ident: str, te: TExpr, span):
+        syms, pending = self.locals.syms, self.locals.pending
+        sym = syms.get(ident)
+        if sym is None:
+            sym = ir.Sym(ident, te.type if not te.weak else default_type(te.weak), "local")
+            syms[ident] = sym
+            if te.weak:
+                pending[ident] = te.weak
+            return sym, retype(te, sym.type, self.bag, span) if te.weak else te.expr
+        if ident in pending and not te.weak:
+            if pending[ident] == "float" and not te.type.is_float or te.type.is_bool:
+                self.bag.error(span, f"local '{ident}' was first given a {pending[ident]} literal, "
+                               f"now a value of type {te.type}", f"initialise it with {te.type}(...)")
+                return sym, None
+            new = ir.Sym(ident, te.type, "local")
+            self.locals.remap[sym] = new
+            syms[ident] = new
+            del pending[ident]
+            return new, te.expr
+        return sym, coerce(te, sym.type, self.bag, span, f"assignment to '{ident}'")
+
+    def _not_assignable(self, ident: str) -> str | None:
+        reason = self.frame.readonly_reason(ident)
+        if reason:
+            return reason
+        if self.frame.lookup_value(ident) is not None:
+            return "a loop variable" if self._is_loop_var(ident) else "not a variable"
+        if self.frame.lookup_tensor(ident) is not None:
+            return f"a tensor (assign its elements, e.g. {ident}[i] = ...)"
+        return None
+
+    def _is_loop_var(self, ident: str) -> bool:
+        frame = self.frame
+        while frame is not None:
+            if ident in frame.loop_vars:
+                return True
+            frame = None if frame.barrier else frame.parent
+        return False
+
+    def is_bound(self, ident: str) -> bool:
+        ident = strip_qualifier(ident)
+        return (self.frame.lookup_value(ident) is not None or ident in self.locals.syms
+                or self.frame.lookup_tensor(ident) is not None)
+
+    def name(self, node: ast.Name):
+        ident = node.id
+        if (ident in self.locals.syms and ident not in self.assigned
+                and self.frame.lookup_value(ident) is None):
+            self.bag.error(node.span, f"local '{ident}' may be used before it is assigned",
+                           "assign it before any loop or branch that uses it")
+            return None
+        return super().name(node)
+
+    # ----------------------------------------------------- tensor elements
+
+    def assign_element(self, target: ast.Subscript, value: ast.Expr, span) -> list[ir.Stmt]:
+        tensor = self.tensor(target.value)
+        plan = scan(target, value, self.is_bound)
+        self._report_stray(plan)
+        extents = self._extents(plan)
+        frame = self.frame.child()
+        free = []
+        for index in plan.lhs:
+            sym = ir.Sym(index, I64, "index")
+            frame.values[index] = ir.Var(sym)
+            free.append((sym, extents.get((STATEMENT, index))))
+        outer, self.frame = self.frame, frame
+        self.plan, self.extents = plan, extents
+        try:
+            idx = self.indices(target, tensor) if tensor is not None else None
+            te = self.expr(value)
+        finally:
+            self.frame, self.plan = outer, None
+        pre = self.ctx.take_prelude()
+        if tensor is None or idx is None or te is None or any(x is None for _, x in free):
+            return pre
+        stored = coerce(te, value_type(tensor.dtype), self.bag, value.span, f"store to '{tensor.name}'")
+        if stored is None:
+            return pre
+        store = ir.Store(tensor, idx, stored, span)
+        if free:
+            return pre + [ir.IndexStore(tuple(free), store, span)]
+        return pre + [store]
+
+    def _report_stray(self, plan) -> None:
+        for ident, span in plan.stray:
+            self.bag.error(span, f"index '{ident}' is not defined",
+                           "a free index must appear on the left-hand side, or inside sum(...), "
+                           "max(...) or min(...) to be reduced over")
+
+    def _extents(self, plan) -> dict:
+        from .extents import index_extents
+
+        return index_extents(self, plan)
+
+    # ---------------------------------------------------------- control flow
+
+    def for_loop(self, node: ast.For) -> list[ir.Stmt]:
+        from .loops import check_for
+
+        return check_for(self, node)
+
+    def if_stmt(self, node: ast.If) -> list[ir.Stmt]:
+        cond = self.condition(node.cond, "condition of 'if'")
+        pre = self.ctx.take_prelude()
+        before = set(self.assigned)
+        then = self.block(node.body)
+        after_then, self.assigned = self.assigned, set(before)
+        orelse = self.block(node.orelse)
+        self.assigned = before | (after_then & self.assigned)
+        if cond is None:
+            return pre
+        return pre + [ir.If(cond, tuple(then), tuple(orelse), node.span)]
+
+    def return_stmt(self, node: ast.Return) -> list[ir.Stmt]:
+        if node.value is None:
+            if self.ret_sym is not None:
+                self.bag.error(node.span, "this function must return a value")
+            return []
+        if self.ret_sym is None:
+            self.bag.error(node.span, "a kernel returns no value; write results into an output tensor")
+            self.expr(node.value)
+            return []
+        te = self.expr(node.value)
+        value = coerce(te, self.ret_sym.type, self.bag, node.value.span, "return value")
+        pre = self.ctx.take_prelude()
+        return pre if value is None else pre + [ir.Assign(self.ret_sym, value, node.span)]
+
+    def expr_stmt(self, value: ast.Expr, span) -> list[ir.Stmt]:
+        fn = self.ctx.functions.get(strip_qualifier(value.func)) if isinstance(value, ast.Call) else None
+        if fn is None:
+            self.bag.error(span, "this expression has no effect; only calls to kernels may stand alone")
+            return []
+        from .inline import inline_call
+
+        inline_call(self, value, fn, want_value=False)
+        return self.ctx.take_prelude()
+
+    def check_returns(self, fn: ast.FunctionDef) -> None:
+        from .returns import check_return_placement
+
+        check_return_placement(self.bag, fn, needs_value=self.ret_sym is not None)
+
+
+__all__ = ["StmtChecker", "concrete"]

@@ -1,0 +1,313 @@
+"""The IR verifier: the invariants of the kernel IR and the loop IR, checked.
+
+`verify(kernel, 'kernel')` after type checking, `verify(kernel, 'loops')` after
+lowering and after every pass. One walk over the IR (cost linear in its size);
+the first violation raises `VerifyError` naming the kernel, the problem, the
+node as the printer shows it, and where it came from:
+
+    kernel 'saxpy': operands of '+' differ: f32 and f64: `x[i] + y` at saxpy.tk:4:18
+
+The invariants (docs/semantics.md gives their meaning):
+- binary arithmetic, bitwise ops, shifts, min/max: lhs, rhs and result share one
+  type; `/` needs floats, bitwise ops ints (`& | ^` also bool), shifts ints;
+  comparisons: equal operand types, bool result; `and`/`or`: bool throughout;
+- unary: operand type == result type (`not`: bool); float intrinsics on floats,
+  `abs` and `neg` on numbers, `invert` on ints and bool;
+- no value has type f16; Load gives value_type(dtype); indices are i64 and as
+  many as the tensor's rank; Store's value has the tensor's value type and the
+  tensor is an output;
+- Assign: value type == symbol type, target a local or a dim; For: i64 bounds and
+  variable, a nonzero integer step, a known kind; Check: bool, a valid code;
+- every variable is defined: a scalar parameter, a dim of the kernel (in loop IR
+  also assigned somewhere), the variable of an enclosing loop, a local assigned
+  somewhere, or a free index of an enclosing IndexStore / Reduce;
+- IndexStore and Reduce appear only in kernel IR.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+from . import ir
+from .printer import format_node, kernel_namer
+from .rewrite import walk_stmts
+from .types import BOOL, F16, I64, ScalarType, value_type
+
+LEVELS = ("kernel", "loops")
+LOOP_KINDS = frozenset({"serial", "parallel", "vector", "unroll"})
+CMP_OPS = frozenset({"==", "!=", "<", "<=", ">", ">="})
+LOGIC_OPS = frozenset({"and", "or"})
+ARITH_OPS = frozenset({"+", "-", "*", "/", "//", "%", "min", "max"})
+BIT_OPS = frozenset({"&", "|", "^", "<<", ">>"})
+FLOAT_INTRINSICS = frozenset({"exp", "log", "sqrt", "rsqrt", "tanh", "erf", "floor", "ceil"})
+REDUCE_OPS = frozenset({"sum", "min", "max"})
+
+
+class VerifyError(Exception):
+    """The IR breaks an invariant: a compiler bug, not a user mistake."""
+
+
+def verify(kernel: ir.Kernel, level: str) -> None:
+    """Check `kernel` against the invariants of `level` ('kernel' or 'loops').
+
+        >>> verify(lower_kernel(k), "loops")   # doctest: +SKIP
+
+    Raises `VerifyError` at the first violation; returns None when all hold.
+    """
+    if level not in LEVELS:
+        raise ValueError(f"verify level must be one of {LEVELS}, not {level!r}")
+    _Verifier(kernel, level).run()
+
+
+def verify_program(program: ir.Program, level: str) -> None:
+    """`verify` every kernel of `program`."""
+    for kernel in program.kernels:
+        verify(kernel, level)
+
+
+class _Verifier:
+    def __init__(self, kernel: ir.Kernel, level: str):
+        self.kernel = kernel
+        self.level = level
+        self.tensors = set(kernel.tensors)  # TensorParam hashes by identity
+        self.scalars = {p.sym for p in kernel.params if isinstance(p, ir.ScalarParam)}
+        self.dims = set(kernel.dims)
+        self.assigned = {s.sym for s in walk_stmts(kernel.body) if isinstance(s, ir.Assign)}
+        self.scope: set[ir.Sym] = set()  # loop variables and free indices in scope
+        self.where = kernel.span  # span of the statement being checked
+
+    def fail(self, node, problem: str):
+        try:
+            text = format_node(node, kernel_namer(self.kernel))
+        except Exception:  # the printer may trip on IR this broken; say what we can
+            text = f"<{type(node).__name__}>"
+        span = getattr(node, "span", None) or self.where
+        at = f" at {span.location}" if span is not None else ""
+        raise VerifyError(f"kernel '{self.kernel.name}': {problem}: `{text}`{at}")
+
+    def expect(self, ok: bool, node, problem: str) -> None:
+        if not ok:
+            self.fail(node, problem)
+
+    # ------------------------------------------------------------- header
+
+    def run(self) -> None:
+        k = self.kernel
+        names = [p.name for p in k.params]
+        if len(set(names)) != len(names):
+            raise VerifyError(f"kernel '{k.name}': duplicate parameter names in {names}")
+        for p in k.params:
+            self.param(p)
+        for dim in k.dims:
+            if dim.role != "dim" or dim.type != I64:
+                raise VerifyError(f"kernel '{k.name}': dim {dim!r} must have role 'dim' and type i64")
+        self.block(k.body)
+
+    def param(self, p) -> None:
+        name = self.kernel.name
+        if isinstance(p, ir.ScalarParam):
+            if p.sym.role != "scalar" or p.sym.type == F16:
+                raise VerifyError(f"kernel '{name}': scalar parameter '{p.name}' needs role 'scalar' "
+                                  f"and a value type, has {p.sym.role!r}, {p.sym.type}")
+            return
+        for d in p.dims:
+            ok = d in self.dims if isinstance(d, ir.Sym) else isinstance(d, int) and d >= 0
+            if not ok:
+                raise VerifyError(f"kernel '{name}': tensor '{p.name}' has a bad dim {d!r} "
+                                  "(not a dim of the kernel or a size >= 0)")
+
+    # ---------------------------------------------------------- statements
+
+    def block(self, body) -> None:
+        for s in body:
+            self.where = getattr(s, "span", None) or self.where
+            self.stmt(s)
+
+    def stmt(self, s) -> None:
+        match s:
+            case ir.For():
+                self.for_(s)
+            case ir.If(cond, then, orelse):
+                self.typed(cond, BOOL, s, "an if condition")
+                outer = self.where
+                self.block(then)
+                self.where = outer
+                self.block(orelse)
+            case ir.Assign(sym, value):
+                self.expect(sym.role in ("local", "dim"), s, f"assigns to a {sym.role} symbol")
+                self.typed(value, sym.type, s, f"the value assigned to a {sym.type} variable")
+            case ir.Store():
+                self.store(s)
+            case ir.Check(cond, code):
+                self.typed(cond, BOOL, s, "a check condition")
+                valid = isinstance(code, int) and 0 <= code < len(self.kernel.checks)
+                self.expect(valid, s, f"check code {code!r} is not in the table of "
+                                      f"{len(self.kernel.checks)} checks")
+            case ir.IndexStore(indices, store):
+                self.expect(self.level == "kernel", s, "index notation left in loop IR")
+                self.expect(isinstance(store, ir.Store), s, "IndexStore must hold a Store")
+                self.with_indices(indices, s, lambda: self.store(store))
+            case _:
+                self.fail(s, f"unknown statement {type(s).__name__}")
+
+    def for_(self, s: ir.For) -> None:
+        var = s.var
+        self.expect(var.role == "loop" and var.type == I64, s, "a loop variable needs role 'loop' and type i64")
+        self.expect(var not in self.scope, s, "the loop variable is already bound by an enclosing loop")
+        step_ok = isinstance(s.step, int) and not isinstance(s.step, bool) and s.step != 0
+        self.expect(step_ok, s, f"loop step must be a nonzero integer, not {s.step!r}")
+        self.expect(s.kind in LOOP_KINDS, s, f"unknown loop kind {s.kind!r}")
+        self.typed(s.start, I64, s, "a loop start")
+        self.typed(s.stop, I64, s, "a loop stop")
+        self.scope.add(var)
+        outer = self.where
+        self.block(s.body)
+        self.where = outer
+        self.scope.discard(var)
+
+    def store(self, s: ir.Store) -> None:
+        self.expect(s.tensor.is_output, s, f"stores to input tensor '{s.tensor.name}'")
+        self.access(s, s.tensor, s.indices)
+        self.typed(s.value, value_type(s.tensor.dtype), s, f"the value stored to {s.tensor.dtype} '{s.tensor.name}'")
+
+    def access(self, node, tensor, indices) -> None:
+        self.expect(tensor in self.tensors, node, f"tensor {tensor!r} is not a parameter of this kernel")
+        self.expect(len(indices) == tensor.rank, node,
+                    f"'{tensor.name}' has rank {tensor.rank} but is indexed with {len(indices)} indices")
+        for index in indices:
+            self.typed(index, I64, node, "an index")
+
+    def with_indices(self, indices, node, check_body) -> None:
+        """Check free-index extents outside their scope, then the body inside it."""
+        for sym, extent in indices:
+            self.expect(sym.role == "index" and sym.type == I64, node, "a free index needs role 'index' and type i64")
+            self.expect(sym not in self.scope, node, f"free index '{sym.name}' is already bound")
+            self.typed(extent, I64, node, "an index extent")
+        syms = {sym for sym, _ in indices}
+        self.scope |= syms
+        check_body()
+        self.scope -= syms
+
+    # --------------------------------------------------------- expressions
+
+    def typed(self, e, t: ScalarType, owner, what: str) -> None:
+        """Check `e` and that it has type `t`."""
+        actual = self.expr(e)
+        if actual != t:
+            self.fail(owner, f"{what} must be {t}, got {actual}")
+
+    def expr(self, e) -> ScalarType:
+        """Check `e` and its sub-expressions; return its type."""
+        t = getattr(e, "type", None)
+        if not isinstance(t, ScalarType):
+            self.fail(e, f"node {type(e).__name__} has no scalar type")
+        self.expect(t != F16, e, "f16 is a storage type; no value may have it")
+        match e:
+            case ir.Const():
+                self.const(e)
+            case ir.Var(sym):
+                self.var(e, sym)
+            case ir.Shape(tensor, axis):
+                self.expect(tensor in self.tensors, e, f"tensor {tensor!r} is not a parameter of this kernel")
+                self.expect(0 <= axis < tensor.rank, e, f"axis {axis} out of range for rank {tensor.rank}")
+                self.expect(t == I64, e, "shape() has type i64")
+            case ir.Load(tensor, indices):
+                self.access(e, tensor, indices)
+                self.expect(t == value_type(tensor.dtype), e,
+                            f"a load from {tensor.dtype} '{tensor.name}' has type {value_type(tensor.dtype)}, not {t}")
+            case ir.Binary():
+                self.binary(e)
+            case ir.Unary():
+                self.unary(e)
+            case ir.Cast(value):
+                self.expr(value)
+            case ir.Fma(a, b, c):
+                self.expect(t.is_float, e, f"fma needs a float type, not {t}")
+                for x in (a, b, c):
+                    self.typed(x, t, e, "an fma operand")
+            case ir.Select(cond, a, b):
+                self.typed(cond, BOOL, e, "a select condition")
+                self.typed(a, t, e, "the first select value")
+                self.typed(b, t, e, "the second select value")
+            case ir.Overlaps(a, b):
+                self.expect(a in self.tensors and b in self.tensors, e, "overlaps() of a foreign tensor")
+                self.expect(t == BOOL, e, "overlaps() has type bool")
+            case ir.Reduce():
+                self.reduce(e)
+            case _:
+                self.fail(e, f"unknown expression {type(e).__name__}")
+        return t
+
+    def const(self, e: ir.Const) -> None:
+        t, v = e.type, e.value
+        if t.is_bool:
+            self.expect(isinstance(v, bool), e, f"a bool constant holds {v!r}")
+        elif t.is_float:
+            ok = isinstance(v, numbers.Real) and not isinstance(v, bool)
+            self.expect(ok, e, f"a {t} constant holds {v!r}")
+        else:
+            ok = isinstance(v, numbers.Integral) and not isinstance(v, bool)
+            self.expect(ok, e, f"a {t} constant holds {v!r}")
+            bits = t.bits - 1 if t.is_signed else t.bits
+            lo, hi = (-(1 << bits), (1 << bits) - 1) if t.is_signed else (0, (1 << bits) - 1)
+            self.expect(lo <= v <= hi, e, f"constant {v} does not fit in {t}")
+
+    def var(self, e: ir.Var, sym: ir.Sym) -> None:
+        match sym.role:
+            case "scalar":
+                ok, why = sym in self.scalars, "not a scalar parameter of this kernel"
+            case "dim":
+                ok, why = sym in self.dims, "not a dim of this kernel"
+                if ok and self.level == "loops":
+                    ok, why = sym in self.assigned, "a dim never assigned (missing entry prologue?)"
+            case "local":
+                ok, why = sym in self.assigned, "a local never assigned in this kernel"
+            case "loop" | "index":
+                ok, why = sym in self.scope, f"a {sym.role} variable used outside its scope"
+            case _:
+                ok, why = False, f"a symbol of role {sym.role!r}, which cannot be read"
+        self.expect(ok, e, f"undefined variable, {why}")
+
+    def binary(self, e: ir.Binary) -> None:
+        op, t = e.op, e.type
+        lt, rt = self.expr(e.lhs), self.expr(e.rhs)
+        if op in LOGIC_OPS:
+            self.expect(lt == rt == t == BOOL, e, f"'{op}' needs bool operands, got {lt} and {rt}")
+            return
+        self.expect(lt == rt, e, f"operands of '{op}' differ: {lt} and {rt}")
+        if op in CMP_OPS:
+            self.expect(t == BOOL, e, f"comparison '{op}' has type bool, not {t}")
+            return
+        self.expect(lt == t, e, f"'{op}' on {lt} must have type {lt}, not {t}")
+        if op == "/":
+            self.expect(t.is_float, e, f"'/' needs floats, not {t}")
+        elif op in ("&", "|", "^"):
+            self.expect(t.is_int or t.is_bool, e, f"'{op}' needs ints or bool, not {t}")
+        elif op in BIT_OPS:
+            self.expect(t.is_int, e, f"'{op}' needs ints, not {t}")
+        elif op in ARITH_OPS:
+            self.expect(not t.is_bool, e, f"'{op}' on bool")
+        else:
+            self.fail(e, f"unknown binary operator {op!r}")
+
+    def unary(self, e: ir.Unary) -> None:
+        op, t = e.op, e.type
+        operand = self.expr(e.operand)
+        if op == "not":
+            self.expect(operand == t == BOOL, e, f"'not' needs a bool, got {operand}")
+            return
+        self.expect(operand == t, e, f"'{op}' of {operand} must have type {operand}, not {t}")
+        if op in FLOAT_INTRINSICS:
+            self.expect(t.is_float, e, f"{op}() needs a float, not {t}")
+        elif op in ("neg", "abs"):
+            self.expect(t.is_float or t.is_int, e, f"'{op}' needs a number, not {t}")
+        elif op == "invert":
+            self.expect(t.is_int or t.is_bool, e, f"'~' needs an int or bool, not {t}")
+        else:
+            self.fail(e, f"unknown unary operator {op!r}")
+
+    def reduce(self, e: ir.Reduce) -> None:
+        self.expect(self.level == "kernel", e, "a reduction left in loop IR")
+        self.expect(e.op in REDUCE_OPS, e, f"unknown reduction {e.op!r}")
+        self.expect(not e.type.is_bool, e, "a reduction over bool")
+        self.with_indices(e.indices, e, lambda: self.typed(e.body, e.type, e, f"the body of a {e.type} reduction"))
