@@ -55,8 +55,9 @@ def _resolve(module: ast.Module, roots: list[Path], front: Frontend, visiting: l
     for imp in module.imports:
         path = _find(imp.module, roots)
         if path is None:
-            bag.error(imp.span, f"cannot find module '{imp.module}' (looked for {imp.module.replace('.', '/')}.tk "
-                      f"in {', '.join(str(r) for r in roots)})")
+            bag.error(imp.span, f"cannot find module '{imp.module}'",
+                      f"looked for {imp.module.replace('.', '/')}.tk beside the importing file, "
+                      "in the include paths (-I) and in the standard library")
             continue
         key = str(path.resolve())
         if key in visiting:

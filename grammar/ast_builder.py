@@ -24,7 +24,6 @@ from .tokens import Tok, current, fail, int_value, join, string_value, token_spa
 MAX_EXPR_DEPTH = 200  # deeper expressions are refused, so later passes may recurse
 
 
-
 @dataclass(frozen=True, slots=True)
 class _Doc:
     """A string statement: a docstring if it comes first, an error elsewhere."""

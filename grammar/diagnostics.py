@@ -96,7 +96,9 @@ class DiagnosticBag:
     items: list[Diagnostic] = field(default_factory=list)
 
     def error(self, span: Span | None, message: str, *notes: str) -> None:
-        self.items.append(Diagnostic(span, message, "error", tuple(notes)))
+        diagnostic = Diagnostic(span, message, "error", tuple(notes))
+        if diagnostic not in self.items:  # an inlined function is checked at each call
+            self.items.append(diagnostic)
 
     def has_errors(self) -> bool:
         return any(d.severity == "error" for d in self.items)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from .ast import (
     Assign, AugAssign, BinOp, BoolLit, BoolOp, Call, Compare, Decorator, ExprStmt, FloatLit,
-    For, FunctionDef, If, IfExp, Import, IntLit, Keyword, Module, Name, Param, Pass, Return,
+    For, FunctionDef, If, IfExp, IntLit, Keyword, Module, Name, Pass, Return,
     Subscript, TypeExpr, UnaryOp,
 )
 

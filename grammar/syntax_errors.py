@@ -8,7 +8,7 @@ span) pair or None. Messages name source text, never grammar symbols.
 
 from __future__ import annotations
 
-from .diagnostics import Diagnostic, Span
+from .diagnostics import Diagnostic, Span, closest
 from .tokens import Tok, after, current, token_span
 
 STRING_MESSAGE = "a string literal is only allowed as a docstring (the first statement of a function or file)"
@@ -88,9 +88,9 @@ class _Failure:
         self.expected = expected
         self.layout = layout
         self.prev = layout.prev if tok is layout.last else layout.last
-        starts = layout.line_starts
-        # The line before the failing token: for a token that begins a line,
-        # that is the previous line (the header of a missing block).
+        starts = layout.line_starts or [tok]
+        # The first token of the failing token's line; for a token that begins
+        # a line, of the line before (the header of a missing block).
         self.head = starts[-2] if tok is starts[-1] and len(starts) > 1 else starts[-1]
         self.inside = layout.brackets[-1][1] if layout.brackets else None
         self.at_line_end = self.kind in ("_NL", "_DEDENT", "$END")
@@ -124,7 +124,7 @@ def _layout_rule(f: _Failure):
         message = f"expected an indented block after '{f.head.value}'"
         if f.kind == "$END":
             return f"unexpected end of file: {message}", f.here()
-        return message, token_span(f.tok) if f.kind != "$END" else f.here()
+        return message, token_span(f.tok)
     if f.kind == "$END":
         return "unexpected end of file", f.here()
     return None
@@ -213,7 +213,7 @@ def _expression_rule(f: _Failure):
     if f.kind == "LSQB":
         if f.wants_expression():
             return "list literals are not supported", token_span(f.tok)
-        if f.prev.type == "RSQB":
+        if f.prev is not None and f.prev.type == "RSQB":
             return "index a tensor with one subscript, as in A[i, j], not A[i][j]", token_span(f.tok)
         return "only a tensor name can be indexed", token_span(f.tok)
     if f.wants_expression():
@@ -228,4 +228,18 @@ def _expression_rule(f: _Failure):
     return None
 
 
-_RULES = (_layout_rule, _misplaced_rule, _assignment_rule, _declaration_rule, _header_rule, _expression_rule)
+def _keyword_typo_rule(f: _Failure):
+    """`retrun x`, `esle:`, `fro i in ...`: a line starting with a misspelled keyword."""
+    if f.head.type == "NAME" and f.prev is f.head and len(f.head.value) >= 3:
+        guess = closest(f.head.value, _STATEMENT_KEYWORDS)
+        if guess is not None:
+            return f"invalid syntax: unknown statement '{f.head}'; did you mean '{guess}'?", token_span(f.head)
+    return None
+
+
+_STATEMENT_KEYWORDS = ("def", "for", "if", "elif", "else", "return", "pass", "from", "import")
+
+_RULES = (
+    _keyword_typo_rule, _layout_rule, _misplaced_rule, _assignment_rule,
+    _declaration_rule, _header_rule, _expression_rule,
+)

@@ -70,7 +70,8 @@ def _match_args(ck: ExprChecker, node: ast.Call, fn: ast.FunctionDef) -> list | 
     names = [p.name for p in fn.params]
     args: list = list(node.args)
     if len(args) > len(names):
-        ck.bag.error(node.span, f"'{fn.name}' takes {len(names)} arguments but {len(args)} were given")
+        plural = "argument" if len(names) == 1 else "arguments"
+        ck.bag.error(node.span, f"'{fn.name}' takes {len(names)} {plural} but {len(args)} were given")
         return None
     args += [None] * (len(names) - len(args))
     for kw in node.keywords:

@@ -61,10 +61,13 @@ class StmtChecker(ExprChecker):
         ident = name.id
         reason = self._not_assignable(ident)
         plan = scan(None, value, self.is_bound)
+        outer, self.frame = self.frame, self.frame.child()
         self._report_stray(plan)
         self.plan, self.extents = plan, self._extents(plan)
-        te = self.expr(value)
-        self.plan = None
+        try:
+            te = self.expr(value)
+        finally:
+            self.plan, self.frame = None, outer
         pre = self.ctx.take_prelude()
         if reason:
             self.bag.error(name.span, f"cannot assign to '{ident}': it is {reason}")
@@ -135,9 +138,11 @@ class StmtChecker(ExprChecker):
     def assign_element(self, target: ast.Subscript, value: ast.Expr, span) -> list[ir.Stmt]:
         tensor = self.tensor(target.value)
         plan = scan(target, value, self.is_bound)
-        self._report_stray(plan)
         extents = self._extents(plan)
         frame = self.frame.child()
+        outer, self.frame = self.frame, frame
+        self._report_stray(plan)
+        self.frame = outer
         free = []
         for index in plan.lhs:
             sym = ir.Sym(index, I64, "index")
@@ -162,7 +167,10 @@ class StmtChecker(ExprChecker):
         return pre + [store]
 
     def _report_stray(self, plan) -> None:
+        """Report free indices that nothing ranges over; bind them to a stand-in so
+        the rest of the statement is still checked without a second error."""
         for ident, span in plan.stray:
+            self.frame.values.setdefault(ident, ir.Var(ir.Sym(ident, I64, "index")))
             self.bag.error(span, f"index '{ident}' is not defined",
                            "a free index must appear on the left-hand side, or inside sum(...), "
                            "max(...) or min(...) to be reduced over")
