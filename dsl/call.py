@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ctypes
 import struct
+import sys
 
 import numpy as np
 
@@ -49,45 +50,123 @@ def as_array(kernel: str, p: ParamSpec, value) -> np.ndarray:
     return np.asarray(value)
 
 
+_F32 = struct.Struct("<f")
+_F64 = struct.Struct("<d")
+_I32 = struct.Struct("<i")
+_I64 = struct.Struct("<q")
+_NUMBER = (int, float, np.integer, np.floating)
+
+
+def _pack_float(kernel: str, p: ParamSpec, value) -> int:
+    if type(value) is not float and (not isinstance(value, _NUMBER) or isinstance(value, (bool, np.bool_))):
+        raise TypeError(f"{kernel}(): parameter '{p.name}' expects a number ({p.dtype}), got {describe(value)}")
+    if p.dtype == "f64":
+        return _I64.unpack(_F64.pack(float(value)))[0]
+    try:
+        return _I32.unpack(_F32.pack(value))[0]
+    except OverflowError:  # beyond f32's range: round like numpy (to inf)
+        return _I32.unpack(_F32.pack(np.float32(value)))[0]
+
+
+def _pack_bool(kernel: str, p: ParamSpec, value) -> int:
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{kernel}(): parameter '{p.name}' expects a bool, got {describe(value)}")
+    return int(bool(value))
+
+
+def _pack_int(kernel: str, p: ParamSpec, value) -> int:
+    if not isinstance(value, (int, np.integer)) or isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{kernel}(): parameter '{p.name}' expects an integer ({p.dtype}), got {describe(value)}")
+    value = int(value)
+    bits = int(p.dtype[1:])
+    lo, hi = (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if p.dtype[0] == "i" else (0, (1 << bits) - 1)
+    if not lo <= value <= hi:
+        raise OverflowError(f"{kernel}(): parameter '{p.name}': {value} does not fit in {p.dtype}")
+    return value - (1 << 64) if value >= 1 << 63 else value
+
+
 def pack_scalar(kernel: str, p: ParamSpec, value) -> int:
     """The 8-byte slot of a scalar argument (see the packed ABI in backends.llvm)."""
-    t = p.dtype
-    if t == "bool":
-        if not isinstance(value, (bool, np.bool_)):
-            raise TypeError(f"{kernel}(): parameter '{p.name}' expects a bool, got {describe(value)}")
-        return int(bool(value))
-    if t in ("f32", "f64"):
-        if not isinstance(value, (int, float, np.integer, np.floating)) or isinstance(value, bool):
-            raise TypeError(f"{kernel}(): parameter '{p.name}' expects a number ({t}), got {describe(value)}")
-        if t == "f64":
-            return struct.unpack("<q", struct.pack("<d", float(value)))[0]
-        return struct.unpack("<i", struct.pack("<f", np.float32(value)))[0]
-    if not isinstance(value, (int, np.integer)) or isinstance(value, (bool, np.bool_)):
-        raise TypeError(f"{kernel}(): parameter '{p.name}' expects an integer ({t}), got {describe(value)}")
-    value = int(value)
-    bits = int(t[1:])
-    lo, hi = (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if t[0] == "i" else (0, (1 << bits) - 1)
-    if not lo <= value <= hi:
-        raise OverflowError(f"{kernel}(): parameter '{p.name}': {value} does not fit in {t}")
-    return value - (1 << 64) if value >= 1 << 63 else value
+    if p.dtype in ("f32", "f64"):
+        return _pack_float(kernel, p, value)
+    if p.dtype == "bool":
+        return _pack_bool(kernel, p, value)
+    return _pack_int(kernel, p, value)
+
+
+def _numpy_layout_ok() -> bool:
+    """Do numpy array objects have the header `__numpy` entry points read?
+
+    Checked once against numpy's own view of a few arrays; if anything differs
+    (an exotic build), calls take the slower `__packed` door instead.
+    """
+    if not hasattr(sys, "getrefcount"):  # not CPython: id() is no address
+        return False
+    read_only = np.zeros(3, np.float64)
+    read_only.setflags(write=False)
+    samples = [np.zeros((4, 6), np.float32)[:, ::2], read_only, np.zeros(0, np.int8)]
+    for a in samples:
+        base = id(a)
+        rank = ctypes.c_int.from_address(base + 24).value
+        dims = ctypes.cast(ctypes.c_void_p.from_address(base + 32).value, ctypes.POINTER(ctypes.c_int64))
+        strides = ctypes.cast(ctypes.c_void_p.from_address(base + 40).value, ctypes.POINTER(ctypes.c_int64))
+        flags = ctypes.c_int.from_address(base + 64).value
+        if (ctypes.c_void_p.from_address(base + 16).value or 0) != a.ctypes.data or rank != a.ndim:
+            return False
+        if tuple(dims[k] for k in range(rank)) != a.shape or tuple(strides[k] for k in range(rank)) != a.strides:
+            return False
+        if bool(flags & 0x0100) != a.flags.aligned or bool(flags & 0x0400) != a.flags.writeable:
+            return False
+    return True
+
+
+NUMPY_LAYOUT_OK = _numpy_layout_ok()
 
 
 class Caller:
     """A kernel entry point callable with numpy arrays and Python scalars."""
 
-    def __init__(self, spec: KernelSpec, packed_address: int, owner=None):
+    def __init__(self, spec: KernelSpec, packed_address: int, owner=None, numpy_address: int | None = None):
         self.spec = spec
         self.name = spec.name
-        self._fn = PACKED(packed_address)
         self._owner = owner  # keeps the code (JIT engine or shared library) alive
         self._params = spec.params
-        self._n_slots = spec.n_slots
-        self._slots_type = ctypes.c_int64 * max(1, self._n_slots)
         self._chars = tuple(NUMPY_CHAR[p.dtype] for p in spec.params)
+        self._fast = bool(numpy_address) and NUMPY_LAYOUT_OK
+        if self._fast:
+            self._fn = PACKED(numpy_address)
+            self._slots_type = ctypes.c_int64 * max(1, len(spec.params))
+        else:
+            self._fn = PACKED(packed_address)
+            self._slots_type = ctypes.c_int64 * max(1, spec.n_slots)
 
     def __call__(self, *args, **kwargs):
         if kwargs or len(args) != len(self._params):
             args = self._bind(args, kwargs)
+        if self._fast:
+            return self._call_numpy(args)
+        return self._call_packed(args)
+
+    def _call_numpy(self, args) -> None:
+        """One slot per parameter: the array object itself (see numpy_entry.py)."""
+        slots = self._slots_type()
+        arrays = list(args)  # keeps converted arrays alive during the call
+        k = 0
+        for value, p, char in zip(args, self._params, self._chars):
+            if p.kind == "scalar":
+                slots[k] = pack_scalar(self.name, p, value)
+            else:
+                if type(value) is not np.ndarray:
+                    value = arrays[k] = as_array(self.name, p, value)
+                if value.dtype.char != char:
+                    self._reject(p, value)
+                slots[k] = id(value)
+            k += 1
+        status = self._fn(slots)
+        if status:
+            raise self._failure(status, arrays)
+
+    def _call_packed(self, args) -> None:
         slots = self._slots_type()
         k = 0
         for value, p, char in zip(args, self._params, self._chars):
@@ -142,6 +221,13 @@ class Caller:
 
     def _failure(self, status: int, args) -> Exception:
         from .errors import KernelError
+
+        if status < 0:  # an argument the numpy entry point refused
+            index, _ = divmod(-status - 1, 4)
+            try:
+                self._reject(self._params[index], args[index])
+            except (TypeError, ValueError) as exc:
+                return exc
 
         checks = self.spec.checks
         if not 0 < status <= len(checks):

@@ -31,8 +31,14 @@ class Library:
         self.specs = {s.name: s for s in loads(meta_fn().decode())}
         self._callers: dict[str, Caller] = {}
         for name, spec in self.specs.items():
-            address = ctypes.cast(getattr(self._dll, f"{name}__packed"), ctypes.c_void_p).value
-            self._callers[name] = Caller(spec, address, owner=self._dll)
+            packed = self._address(f"{name}__packed")
+            self._callers[name] = Caller(spec, packed, owner=self._dll, numpy_address=self._address(f"{name}__numpy"))
+
+    def _address(self, symbol: str) -> int | None:
+        try:
+            return ctypes.cast(getattr(self._dll, symbol), ctypes.c_void_p).value
+        except AttributeError:
+            return None
 
     def __getattr__(self, name: str) -> Caller:
         callers = self.__dict__.get("_callers", {})

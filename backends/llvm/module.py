@@ -9,6 +9,7 @@ from dsl.lowering.ir import Kernel
 from ..target import Target, target_machine
 from .context import FunctionContext
 from .ltypes import I32
+from .numpy_entry import define_numpy_entry
 from .signature import bind_arguments, declare_kernel, define_metadata, define_packed
 from .stmts import emit_block
 
@@ -31,6 +32,7 @@ def build_module(kernels: list[Kernel], target: Target, metadata: str, *,
         func = declare_kernel(module, kernel)
         _define_body(func, kernel)
         define_packed(module, kernel, func)
+        define_numpy_entry(module, kernel, func)
     define_metadata(module, metadata)
     return module
 

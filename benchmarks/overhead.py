@@ -1,0 +1,99 @@
+"""Compile time (cold and cached) and Python call overhead of `@dsl.kernel`.
+
+    python benchmarks/overhead.py
+
+Cold: a fresh cache directory, so the kernel goes through the whole pipeline
+(parse, check, lower, LLVM -O3, link). Cached (disk): a new process-level state
+finds the `.so` in the cache. Call overhead: a saxpy on 1-element arrays,
+median of many calls, next to a plain numpy `np.add(x, y, out=out)`.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import sys
+import tempfile
+import textwrap
+import time
+from pathlib import Path
+
+import numpy as np
+
+REPEATS = 7
+KERNEL = '''
+from dsl import f32, N
+
+import dsl
+
+
+@dsl.kernel
+def saxpy(alpha: f32, x: f32[N], y: f32[N], out: f32[N]):
+    for i in range(N):
+        out[i] = alpha * x[i] + y[i]
+'''
+
+
+def _load_module(folder: Path, name: str):
+    import importlib.util
+
+    path = folder / f"{name}.py"
+    path.write_text(textwrap.dedent(KERNEL))
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def compile_times(folder: Path) -> tuple[list[float], list[float]]:
+    import dsl.jit
+
+    cold, cached = [], []
+    for k in range(REPEATS):
+        os.environ["DSL_CACHE_DIR"] = str(folder / f"cache{k}")
+        module = _load_module(folder, f"kernel_{k}")
+        start = time.perf_counter()
+        module.saxpy.compile()
+        cold.append(time.perf_counter() - start)
+        dsl.jit._memory_cache.clear()
+        again = _load_module(folder, f"kernel_{k}")
+        start = time.perf_counter()
+        again.saxpy.compile()
+        cached.append(time.perf_counter() - start)
+    return cold, cached
+
+
+def call_overhead(folder: Path, n_calls: int = 20000) -> tuple[float, float]:
+    module = _load_module(folder, "kernel_calls")
+    x, y, out = (np.ones(1, np.float32) for _ in range(3))
+    saxpy = module.saxpy
+    saxpy(2.0, x, y, out)
+    samples, numpy_samples = [], []
+    for _ in range(REPEATS):
+        start = time.perf_counter()
+        for _ in range(n_calls):
+            saxpy(2.0, x, y, out)
+        samples.append((time.perf_counter() - start) / n_calls)
+        start = time.perf_counter()
+        for _ in range(n_calls):
+            np.add(x, y, out=out)
+        numpy_samples.append((time.perf_counter() - start) / n_calls)
+    return statistics.median(samples), statistics.median(numpy_samples)
+
+
+def main() -> int:
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        sys.path.insert(0, str(folder))
+        cold, cached = compile_times(folder)
+        per_call, numpy_call = call_overhead(folder)
+    print(f"{'measure':<34} {'median':>10} {'min':>10} {'max':>10}")
+    print(f"{'compile, cold (s)':<34} {statistics.median(cold):>10.4f} {min(cold):>10.4f} {max(cold):>10.4f}")
+    print(f"{'compile, cached on disk (s)':<34} {statistics.median(cached):>10.4f} {min(cached):>10.4f} {max(cached):>10.4f}")
+    print(f"{'call overhead, saxpy N=1 (us)':<34} {per_call * 1e6:>10.2f}")
+    print(f"{'numpy np.add N=1, for scale (us)':<34} {numpy_call * 1e6:>10.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
