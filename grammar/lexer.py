@@ -36,6 +36,12 @@ class Scanner:
         self.keywords = {
             t.pattern.value: t.name for t in terminals if t.pattern.type == "str" and name.fullmatch(t.pattern.value)
         }
+        # RESERVED is a list of words: look them up like keywords, rather than
+        # try a 19-way alternative before every token.
+        reserved = next(t for t in terminals if t.name == "RESERVED").pattern.to_regexp()
+        for word in re.findall(r"[A-Za-z_]+", reserved):
+            if re.fullmatch(reserved, word) and name.fullmatch(word):
+                self.keywords[word] = "RESERVED"
         kept = [t for t in terminals if t.name not in self.keywords.values()]
         alternatives = "|".join(f"(?P<{t.name}>{t.pattern.to_regexp()})" for t in kept)
         # Blanks before a token are skipped in the same match: a third fewer matches.

@@ -19,7 +19,7 @@ StmtFn = Callable[[ir.Stmt], "ir.Stmt | list[ir.Stmt] | None"]
 
 def map_expr(e: ir.Expr, fn: ExprFn) -> ir.Expr:
     match e:
-        case ir.Load(tensor, indices):
+        case ir.Load(_, indices):
             e = replace(e, indices=tuple(map_expr(i, fn) for i in indices))
         case ir.Binary(_, lhs, rhs):
             e = replace(e, lhs=map_expr(lhs, fn), rhs=map_expr(rhs, fn))
