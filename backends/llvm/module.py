@@ -9,7 +9,9 @@ from dsl.lowering.ir import Kernel
 from ..target import Target, target_machine
 from .context import FunctionContext
 from .ltypes import I32
+from .abi import c_args
 from .numpy_entry import define_numpy_entry
+from .versions import define_dispatch, internal_copy
 from .signature import bind_arguments, declare_kernel, define_metadata, define_packed
 from .stmts import emit_block
 
@@ -30,16 +32,34 @@ def build_module(kernels: list[Kernel], target: Target, metadata: str, *,
     module.data_layout = str(target_machine(target, 2).target_data)
     for kernel in kernels:
         func = declare_kernel(module, kernel)
-        _define_body(func, kernel)
+        _define_versions(module, func, kernel)
         define_packed(module, kernel, func)
         define_numpy_entry(module, kernel, func)
     define_metadata(module, metadata)
     return module
 
 
-def _define_body(func: ir.Function, kernel: Kernel) -> None:
+def _define_versions(module: ir.Module, func: ir.Function, kernel: Kernel) -> None:
+    """The body once for contiguous innermost axes and once in general (versions.py)."""
+    args = c_args(kernel)
+    inner = [k for k, a in enumerate(args) if a.kind == "stride" and a.axis == a.param.rank - 1]
+    if not inner:
+        _define_body(func, kernel)
+        return
+    unit = internal_copy(module, func, "__unit")
+    general = internal_copy(module, func, "__any")
+    _define_body(unit, kernel, unit_inner=True)
+    _define_body(general, kernel)
+    define_dispatch(func, kernel, unit, general, inner)
+
+
+def _define_body(func: ir.Function, kernel: Kernel, unit_inner: bool = False) -> None:
     cx = FunctionContext(func, kernel)
     bind_arguments(cx)
+    if unit_inner:
+        for t in cx.tensors.values():
+            if t.strides:
+                t.strides[-1] = ir.Constant(t.strides[-1].type, 1)
     emit_block(cx, kernel.body)
     cx.builder.ret(ir.Constant(I32, 0))
     cx.finish()
