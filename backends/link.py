@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import shlex
 import subprocess
@@ -9,6 +10,7 @@ import tempfile
 from pathlib import Path
 
 from .errors import BackendError
+from .llvm.runtime import GOMP_PARALLEL
 from .target import Target
 
 
@@ -21,8 +23,36 @@ def linker_command(target: Target) -> list[str]:
     return ["cc"]
 
 
+@functools.cache
+def _find_gomp(driver: tuple[str, ...]) -> bool:
+    """True when `driver` can link libgomp: it names an existing absolute path
+    for it (an unknown library is echoed back as a bare name)."""
+    try:
+        done = subprocess.run([*driver, "-print-file-name=libgomp.so"], capture_output=True,
+                              text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    path = done.stdout.strip()
+    return done.returncode == 0 and os.path.isabs(path) and os.path.exists(path)
+
+
+def runtime_libraries(obj: bytes, target: Target) -> list[str]:
+    """Libraries a kernel library links: libm, and libgomp when `obj` has
+    parallel loops and the compiler has it. Without it the weak GOMP symbols
+    stay null and parallel loops run serially (with a warning at run time)."""
+    libs = ["-lm"]
+    if GOMP_PARALLEL.encode() not in obj or not _find_gomp(tuple(linker_command(target))):
+        return libs
+    if "darwin" in target.triple or "apple" in target.triple:
+        return libs + ["-lgomp"]
+    # The references are weak, which --as-needed (the default of some
+    # distributions) does not count as a use: it would drop libgomp.
+    return libs + ["-Wl,--no-as-needed", "-lgomp"]
+
+
 def link_shared(obj: bytes, out_path: str | os.PathLike, target: Target) -> Path:
-    """Write `obj` and link it into the shared library `out_path` (with -lm).
+    """Write `obj` and link it into the shared library `out_path` (with
+    `runtime_libraries`: -lm, and -lgomp for parallel loops when available).
 
     The library appears atomically: it is linked under a temporary name in the
     same directory and renamed, so a concurrent loader never sees half a file.
@@ -35,7 +65,8 @@ def link_shared(obj: bytes, out_path: str | os.PathLike, target: Target) -> Path
         fd, partial = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent)
         os.close(fd)
         try:
-            _run_linker(linker_command(target) + ["-shared", "-o", partial, str(obj_path), "-lm"])
+            cmd = linker_command(target) + ["-shared", "-o", partial, str(obj_path)]
+            _run_linker(cmd + runtime_libraries(obj, target))
             os.replace(partial, out)
         finally:
             if os.path.exists(partial):

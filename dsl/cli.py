@@ -11,10 +11,12 @@ from dsl.grammar.diagnostics import CompileError
 
 from .errors import InternalError
 from .options import CompileOptions, from_env
+from dsl.lowering.transforms.apply import PASSES as SCHEDULE_PASSES
+
 from .pipeline import EMIT_CHOICES, STAGE_NAMES, compile_file
 
 SUFFIX_TO_EMIT = {".so": "so", ".o": "obj", ".s": "asm", ".ll": "llvm"}
-TEXT_STAGES = ("ast", "typed", "loops", "llvm", "asm")
+TEXT_STAGES = ("ast", "typed", "loops", "schedule", "guard", "llvm", "asm")
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
@@ -24,7 +26,8 @@ TEXT_STAGES = ("ast", "typed", "loops", "llvm", "asm")
 @click.option("-H", "--header", type=click.Path(dir_okay=False, path_type=Path),
               help="Also write a C header declaring the exported kernels.")
 @click.option("--emit", type=click.Choice(EMIT_CHOICES),
-              help="Stop after this stage: ast, typed (kernel IR), loops (loop IR), llvm, asm, obj or so. "
+              help="Stop after this stage: ast, typed (kernel IR), loops (loop IR), schedule (after the "
+                   "schedule directives), guard (bounds checks added), llvm, asm, obj or so. "
                    "Default: from the -o suffix (.so .o .s .ll), else so.")
 @click.option("--target", "triple", metavar="TRIPLE", help="LLVM target triple (default: this machine).")
 @click.option("--cpu", metavar="CPU", help="Target CPU, e.g. znver3, haswell, x86-64-v3, neoverse-n1 (default: host).")
@@ -34,7 +37,8 @@ TEXT_STAGES = ("ast", "typed", "loops", "llvm", "asm")
 @click.option("-I", "include", multiple=True, type=click.Path(file_okay=False, path_type=Path),
               help="Search this directory for imported .tk modules (repeatable).")
 @click.option("--print-after", "print_after", multiple=True, metavar="STAGE",
-              help=f"Print the IR after a stage or pass to stderr (repeatable): {', '.join(STAGE_NAMES)}.")
+              help=f"Print the IR after a stage or pass to stderr (repeatable): {', '.join(STAGE_NAMES)}, "
+                   f"or a schedule directive: {', '.join(SCHEDULE_PASSES)}.")
 @click.option("--print-after-all", is_flag=True, help="Print the IR after every stage and pass.")
 @click.option("--dump-dir", type=click.Path(file_okay=False, path_type=Path),
               help="Write every stage to DIR, one numbered file per stage.")
@@ -60,7 +64,7 @@ def main(file, output, header, emit, triple, cpu, features, opt_level, include, 
     if emit == "so" and output is None:
         output = Path(file.stem + ".so")
     names = set(print_after) | ({"all"} if print_after_all else set())
-    unknown = names - set(STAGE_NAMES) - {"all", "so"}
+    unknown = names - set(STAGE_NAMES) - set(SCHEDULE_PASSES) - {"all", "so"}
     if unknown:
         raise click.UsageError(f"unknown stage {sorted(unknown)[0]!r} for --print-after; "
                                f"stages: {', '.join(STAGE_NAMES)}")

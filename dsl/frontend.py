@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from dsl.grammar import ast
-from dsl.grammar.diagnostics import CompileError, Diagnostic, DiagnosticBag, Source
+from dsl.grammar.diagnostics import CompileError, Diagnostic, DiagnosticBag, Source, did_you_mean
 from dsl.grammar.parser import parse
 
 STDLIB_DIR = Path(__file__).resolve().parent.parent / "stdlib"
@@ -24,11 +24,18 @@ def stdlib_dir() -> Path:
 
 @dataclass
 class Frontend:
-    """A parsed main module, the functions it imports, and every source read."""
+    """A parsed main module, the functions it imports, and every source read.
+
+    `imported` holds the names the main module imports. `scopes` maps each
+    function of an imported module (by id) to the functions *its* module sees (its
+    own definitions and its imports), so a library's helper calls that library's
+    functions and nothing the main module happens to define or import.
+    """
 
     module: ast.Module
     imported: dict[str, ast.FunctionDef] = field(default_factory=dict)
     sources: list[Source] = field(default_factory=list)
+    scopes: dict[int, dict[str, ast.FunctionDef]] = field(default_factory=dict)
 
 
 def read_source(path: Path) -> Source:
@@ -45,39 +52,72 @@ def load(source: Source, search: tuple[Path, ...] = (), base_dir: Path | None = 
     """Parse `source` and everything it imports (transitively)."""
     module = parse(source)
     front = Frontend(module, sources=[source])
-    roots = ([base_dir] if base_dir else []) + list(search) + [stdlib_dir()]
-    _resolve(module, roots, front, visiting=[source.name], done={})
+    loader = _Loader(front, [Path(p) for p in search] + [stdlib_dir()])
+    here = Path(base_dir) / Path(source.name).name if base_dir else Path(source.name)
+    first = [Path(base_dir)] if base_dir else []
+    front.imported = loader.imports(module, first + loader.search, [(_key(here), here.name)])
+    loader.bag.raise_if_errors()
     return front
 
 
-def _resolve(module: ast.Module, roots: list[Path], front: Frontend, visiting: list[str], done: dict) -> None:
-    bag = DiagnosticBag()
-    for imp in module.imports:
-        path = _find(imp.module, roots)
-        if path is None:
-            bag.error(imp.span, f"cannot find module '{imp.module}'",
-                      f"looked for {imp.module.replace('.', '/')}.tk beside the importing file, "
-                      "in the include paths (-I) and in the standard library")
-            continue
-        key = str(path.resolve())
-        if key in visiting:
-            bag.error(imp.span, f"import cycle: {' -> '.join([*visiting, key])}")
-            continue
-        if key not in done:
-            source = read_source(path)
-            front.sources.append(source)
-            child = parse(source)
-            done[key] = child
-            _resolve(child, [path.parent] + roots[1:], front, visiting + [key], done)
-            for fn in child.functions:
-                front.imported.setdefault(f"{key}::{fn.name}", fn)
-        functions = {fn.name: fn for fn in done[key].functions}
-        for name in imp.names:
-            if name.id not in functions:
-                bag.error(name.span, f"module '{imp.module}' has no function '{name.id}'")
-            else:
-                front.imported[name.id] = functions[name.id]
-    bag.raise_if_errors()
+class _Loader:
+    """Reads each imported module once and gives its functions their scope."""
+
+    def __init__(self, front: Frontend, search: list[Path]):
+        self.front = front
+        self.search = search
+        self.bag = DiagnosticBag()
+        self.done: dict[str, ast.Module] = {}
+
+    def imports(self, module: ast.Module, roots: list[Path], chain: list[tuple[str, str]]) -> dict:
+        """The functions `module`'s import statements bring in, by name.
+        `chain` lists the modules being loaded, outermost first: (key, file name)."""
+        names: dict[str, ast.FunctionDef] = {}
+        for imp in module.imports:
+            path = _find(imp.module, roots)
+            if path is None:
+                self.bag.error(imp.span, f"cannot find module '{imp.module}'",
+                               f"looked for {imp.module.replace('.', '/')}.tk beside the importing file, "
+                               "in the include paths (-I) and in the standard library")
+                continue
+            key = _key(path)
+            keys = [k for k, _ in chain]
+            if key in keys:
+                files = [name for _, name in chain[keys.index(key):]] + [path.name]
+                self.bag.error(imp.span, f"import cycle: {' -> '.join(files)}",
+                               "modules cannot import each other; move the shared functions to a third module")
+                continue
+            functions = {fn.name: fn for fn in self.module(key, path, chain).functions}
+            for name in imp.names:
+                if name.id not in functions:
+                    self.bag.error(name.span, f"module '{imp.module}' has no function '{name.id}'",
+                                   *did_you_mean(name.id, functions))
+                elif names.get(name.id, functions[name.id]) is not functions[name.id]:
+                    self.bag.error(name.span, f"'{name.id}' is imported twice, from different modules")
+                else:
+                    names[name.id] = functions[name.id]
+        return names
+
+    def module(self, key: str, path: Path, chain: list[tuple[str, str]]) -> ast.Module:
+        if key in self.done:
+            return self.done[key]
+        source = read_source(path)
+        self.front.sources.append(source)
+        child = parse(source)
+        self.done[key] = child
+        imported = self.imports(child, [path.parent] + self.search, chain + [(key, path.name)])
+        scope = dict(imported)
+        for fn in child.functions:
+            if fn.name in scope:
+                self.bag.error(fn.name_span, f"'{fn.name}' is defined more than once")
+            scope[fn.name] = fn
+        for fn in child.functions:
+            self.front.scopes[id(fn)] = scope
+        return child
+
+
+def _key(path: Path) -> str:
+    return str(Path(path).resolve())
 
 
 def _find(module: str, roots: list[Path]) -> Path | None:
@@ -90,10 +130,5 @@ def _find(module: str, roots: list[Path]) -> Path | None:
 
 
 def visible_functions(front: Frontend) -> dict[str, ast.FunctionDef]:
-    """Imported names as the main module sees them (not the internal `path::name` keys)."""
-    out = {k: v for k, v in front.imported.items() if "::" not in k}
-    # A function imported from a module may call that module's other functions.
-    for key, fn in front.imported.items():
-        if "::" in key:
-            out.setdefault(fn.name, fn)
-    return out
+    """The functions the main module imports, by the names it imports them as."""
+    return dict(front.imported)

@@ -30,8 +30,12 @@ class InterpretedCaller(Caller):
                 values[p.name] = value
                 continue
             a = as_array(self.name, p, value)
-            if a.dtype.char != char or a.ndim != len(p.dims) or (p.output and not a.flags.writeable):
+            if a.dtype.char != char or a.ndim != len(p.dims) or (p.output and not a.flags.writeable) \
+                    or not a.flags.aligned:  # rejected like a compiled call, though numpy would cope
                 self._reject(p, a)
+            if not a.dtype.isnative:
+                raise TypeError(f"{self.name}(): parameter '{p.name}' expects an array of {a.dtype.newbyteorder('=')} "
+                                f"in native byte order, got {a.dtype.str}")
             values[p.name] = a
         try:
             run_kernel(self.kernel, values, trace=self.trace)

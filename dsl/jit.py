@@ -15,6 +15,8 @@ reference interpreter instead: slow, but debuggable from Python.
 
 from __future__ import annotations
 
+import functools
+import sys
 import tempfile
 import threading
 from pathlib import Path
@@ -40,15 +42,28 @@ class Kernel:
                  inplace: bool = False, options: options_mod.CompileOptions | None = None):
         self.fn = fn
         self.name = fn.__name__
-        self.__doc__ = fn.__doc__
-        self.__wrapped__ = fn
+        functools.update_wrapper(self, fn)  # __name__, __qualname__, __module__, __doc__, __wrapped__
         self.source = function_source(fn)
         self.kernel_options = ir.KernelOptions(reassociate=reassociate, inplace=inplace)
-        self.options = options_mod.from_env(options)
-        if interpret is not None:
-            self.options = self.options.with_(interpret=interpret)
+        self._given_options = options
+        self._interpret = interpret
         self._caller = None
         self._lock = threading.Lock()
+
+    @property
+    def options(self) -> options_mod.CompileOptions:
+        """The options of a compile started now: those given to the decorator,
+        updated with the `DSL_*` environment variables as they are at this moment.
+
+        The environment is read when the kernel compiles (its first call), not
+        when the module defining it is imported, so `DSL_INTERPRET`,
+        `DSL_CACHE_DIR` or `DSL_PRINT_AFTER` set after the import still apply.
+        An explicit `interpret=` wins over `DSL_INTERPRET`.
+        """
+        opts = options_mod.from_env(self._given_options)
+        if self._interpret is not None:
+            opts = opts.with_(interpret=self._interpret)
+        return opts
 
     def __repr__(self) -> str:
         return f"<dsl.Kernel {self.name} from {self.source.name}:{self.source.first_line}>"
@@ -67,8 +82,10 @@ class Kernel:
             k = stack.pop()
             for name in referenced_names(k.source):
                 value = k.fn.__globals__.get(name)
-                if isinstance(value, Kernel) and value is not self and name not in found:
-                    found[name] = value
+                # Another Kernel of the same name (the same function decorated
+                # twice, e.g. once with interpret=True) is this kernel's own def.
+                if isinstance(value, Kernel) and value.name != self.name and value.name not in found:
+                    found[value.name] = value
                     stack.append(value)
         return list(found.values())
 
@@ -83,12 +100,13 @@ class Kernel:
             sources.append(dep.source)
         return Frontend(module, imported, sources)
 
-    def job(self, stop_after: str = "obj"):
+    def job(self, stop_after: str = "obj", options: options_mod.CompileOptions | None = None):
         """Run the pipeline on this kernel up to `stop_after`; returns the `Job`."""
         from .pipeline import Job, run
 
-        job = Job(self.source, self.options, front=self.frontend(), kernel_options=self.kernel_options)
-        return run(job, stop_after)
+        opts = options or self.options
+        job = Job(self.source, opts, front=self.frontend(), kernel_options=self.kernel_options)
+        return run(job, stop_after, out=sys.stderr)  # the stream of now, not of import time
 
     def ir(self, stage: str = "loops") -> str:
         """The text of a stage: 'ast', 'typed', 'loops', 'guard', 'llvm' or 'asm'."""
@@ -97,10 +115,9 @@ class Kernel:
         job = self.job(stage)
         return next(s for s in STAGES if s.name == stage).show(job)
 
-    def _cache_key(self) -> str:
+    def _cache_key(self, o: options_mod.CompileOptions) -> str:
         from dsl.backends.target import make_target
 
-        o = self.options
         target = make_target(o.triple, o.cpu, o.features)
         texts = [(s.name, s.first_line, s.text) for s in [self.source] + [d.source for d in self.dependencies()]]
         return make_key(kind="jit", name=self.name, sources=texts, target=target.key(),
@@ -110,36 +127,49 @@ class Kernel:
         """Compile now (the first call does it otherwise); returns the callable."""
         with self._lock:
             if self._caller is None:
-                self._caller = self._interpreter() if self.options.interpret else self._native()
+                self._check_not_helper()
+                opts = self.options
+                self._caller = self._interpreter(opts) if opts.interpret else self._native(opts)
             return self._caller
 
-    def _native(self):
-        key = self._cache_key()
+    def _check_not_helper(self) -> None:
+        """A function returning a value is a helper: it only exists inlined."""
+        fn = parse(self.source).functions[0]
+        if fn.returns is not None and fn.returns.name != "None":
+            raise TypeError(f"{self.name}() returns a value, so it is a helper that other kernels "
+                            "inline; it cannot be called from Python (write results into an output "
+                            "tensor instead)")
+
+    def _native(self, o: options_mod.CompileOptions):
+        key = self._cache_key(o)
+        # Asked to print or dump the IR (DSL_PRINT_AFTER, DSL_DUMP_DIR): compile
+        # even when cached, or a warm cache would silently print nothing.
+        shows_ir = bool(o.print_after) or o.dump_dir is not None
         with _memory_lock:
-            hit = _memory_cache.get(key)
+            hit = None if shows_ir else _memory_cache.get(key)
         if hit is not None:
             return hit
-        o = self.options
+        build = functools.partial(self._build, options=o)
         if o.use_cache:
             cache = DiskCache(options_mod.default_cache_dir(o))
-            path = cache.lookup(key) or cache.store(key, self._build)
+            path = (None if shows_ir else cache.lookup(key)) or cache.store(key, build)
         else:
-            path = self._build(Path(tempfile.mkdtemp(prefix="dslc-")) / f"{self.name}.so")
+            path = build(Path(tempfile.mkdtemp(prefix="dslc-")) / f"{self.name}.so")
         caller = getattr(Library(path), self.name)
         with _memory_lock:
             _memory_cache[key] = caller
         return caller
 
-    def _build(self, path: Path) -> Path:
+    def _build(self, path: Path, options: options_mod.CompileOptions | None = None) -> Path:
         from dsl.backends.link import link_shared
 
-        job = self.job("obj")
+        job = self.job("obj", options)
         return link_shared(job.obj, path, job.target)
 
-    def _interpreter(self):
+    def _interpreter(self, o: options_mod.CompileOptions):
         from .interpreted import InterpretedCaller
 
-        job = self.job("loops")
+        job = self.job("loops", o)
         kernel = next(k for k in job.program.kernels if k.name == self.name)
         return InterpretedCaller(kernel, kernel_spec(kernel))
 

@@ -1,6 +1,6 @@
 """The compile pipeline, as data: one ordered list of stages.
 
-    ast -> typed -> loops -> (loop passes: guard, ...) -> llvm -> asm | obj -> so
+    ast -> typed -> loops -> schedule (split, reorder, ...) -> guard -> llvm -> asm | obj -> so
 
 `--emit=STAGE` stops after a stage, `--print-after=STAGE` prints it on the way,
 `--dump-dir` writes each stage to a file; all three fall out of `STAGES`.
@@ -63,7 +63,8 @@ def _parse(job: Job) -> None:
 
 
 def _typecheck(job: Job) -> None:
-    typed = check_module(job.front.module, frontend.visible_functions(job.front))
+    front = job.front
+    typed = check_module(front.module, frontend.visible_functions(front), front.scopes)
     if job.kernel_options is not None and job.kernel_options != ir.KernelOptions():
         typed = replace(typed, kernels=tuple(replace(k, options=job.kernel_options) for k in typed.kernels))
     job.typed = typed
@@ -71,13 +72,28 @@ def _typecheck(job: Job) -> None:
 
 
 def _lower(job: Job) -> None:
-    job.program = lower_program(job.typed)
+    program = lower_program(job.typed)
+    job.program = replace(program, kernels=tuple(guard.mark_proven(k) for k in program.kernels))
     _verify(job, job.program, "loops")
 
 
 def _verify(job: Job, program: ir.Program, level: str) -> None:
     if job.options.verify:
         verify_program(program, level)
+
+
+def _schedule(job: Job) -> None:
+    """Apply each kernel's `@schedule` directives, printing after each if asked."""
+    from dsl.lowering.printer import format_kernel
+    from dsl.lowering.transforms.apply import apply_schedule
+
+    def after(name: str, kernel: ir.Kernel) -> None:
+        if job.options.prints_after(name):
+            print(f"// ----- after {name} ({kernel.name}) -----", file=sys.stderr)
+            print(format_kernel(kernel), file=sys.stderr)
+
+    kernels = tuple(apply_schedule(k, after, job.options.verify) for k in job.program.kernels)
+    job.program = replace(job.program, kernels=kernels)
 
 
 def _loop_pass(p) -> Callable[[Job], None]:
@@ -123,25 +139,32 @@ STAGES: list[Stage] = [
     Stage("ast", _parse, lambda job: format_ast(job.front.module)),
     Stage("typed", _typecheck, _show_program("typed")),
     Stage("loops", _lower, _show_program("program")),
+    Stage("schedule", _schedule, _show_program("program")),
     *(Stage(p.name, _loop_pass(p), _show_program("program")) for p in LOOP_PASSES),
     Stage("llvm", _llvm, lambda job: str(job.llvm)),
     Stage("asm", _asm, lambda job: job.asm),
     Stage("obj", _obj, lambda job: job.obj),
 ]
 STAGE_NAMES = [s.name for s in STAGES]
-EMIT_CHOICES = ["ast", "typed", "loops", "llvm", "asm", "obj", "so"]
+EMIT_CHOICES = ["ast", "typed", "loops", "schedule", "guard", "llvm", "asm", "obj", "so"]
 
 
-def run(job: Job, stop_after: str = "obj", out=sys.stderr) -> Job:
-    """Run the stages up to `stop_after` (inclusive), printing/dumping as asked."""
+def run(job: Job, stop_after: str = "obj", out=None) -> Job:
+    """Run the stages up to `stop_after` (inclusive), printing/dumping as asked
+    (to `out`, by default the `sys.stderr` of the moment)."""
+    out = sys.stderr if out is None else out
     last = STAGE_NAMES.index(stop_after)
     for index, stage in enumerate(STAGES[: last + 1]):
-        if stage.name == "asm" and stop_after == "obj":
-            continue  # asm is a side branch of obj
+        if stage.name == "asm" and stop_after == "obj" and not _shown(job.options, "asm"):
+            continue  # asm is a side branch of obj, made only to be printed or dumped
         with internal_errors(job.options.debug, stage.name, job.source.name):
             stage.run(job)
         _print_stage(job, index, stage, out)
     return job
+
+
+def _shown(opts: CompileOptions, stage: str) -> bool:
+    return opts.prints_after(stage) or opts.dump_dir is not None
 
 
 def _print_stage(job: Job, index: int, stage: Stage, out) -> None:

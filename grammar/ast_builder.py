@@ -213,8 +213,9 @@ class Builder(Transformer):
         return Name(c[0].value, token_span(c[0]))
 
     def attribute(self, c):
-        dotted = self.dotted_name(c)
-        raise fail(dotted.span, f"attribute access is not supported: '{dotted.id}' is only allowed as a call")
+        # A dotted name is a qualified name (`dsl.N`) or a loop name in a schedule
+        # (`i.outer`); the type checker rejects it where neither makes sense.
+        return self.dotted_name(c)
 
     def call(self, c):
         func, _lpar, arguments, rpar = c

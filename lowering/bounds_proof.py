@@ -83,12 +83,24 @@ def _extreme(form: Linear, loops: list[LoopRange], largest: bool) -> Linear | No
 
 
 def _bounds(loop: LoopRange) -> tuple[Linear | None, Linear | None]:
+    if loop.step > 0:
+        start, stop = linear(loop.start), _upper(loop.stop)
+        if start is None or stop is None:
+            return None, None
+        return start, _add(stop, {1: -1}, 1)
     start, stop = linear(loop.start), linear(loop.stop)
     if start is None or stop is None:
         return None, None
-    if loop.step > 0:
-        return start, _add(stop, {1: -1}, 1)
     return _add(stop, {1: 1}, 1), start
+
+
+def _upper(e: ir.Expr) -> Linear | None:
+    """A linear upper bound of `e`: itself, or for `min(a, b)` the simpler of a, b
+    (a masked tail's inner loop stops at `min(f, n - i.outer * f)`)."""
+    if isinstance(e, ir.Binary) and e.op == "min":
+        forms = [f for f in (_upper(e.lhs), _upper(e.rhs)) if f is not None]
+        return min(forms, key=len) if forms else None
+    return linear(e)
 
 
 def provably_in_bounds(index: ir.Expr, size: ir.Expr, loops: list[LoopRange]) -> bool:

@@ -16,9 +16,10 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from . import ir
+from .arith import add, both, compare, floordiv, i64, maximum, minimum, mul, sub
 from .bounds_proof import LoopRange, provably_in_bounds
 from .rewrite import assigned_syms, map_expr, stmt_exprs, walk_expr
-from .types import BOOL, I64
+from .types import BOOL
 
 name = "guard"
 
@@ -74,13 +75,55 @@ def _stmt(s: ir.Stmt, ctx: _Ctx, checks: list) -> list[ir.Stmt]:
     return here + [s]
 
 
+def mark_proven(kernel: ir.Kernel) -> ir.Kernel:
+    """Flag every access proven in bounds as `safe`, before scheduling.
+
+    Proofs are easy on the loops as written (`A[i, k]` under `range(M)`); the
+    schedule transforms only reorder the same accesses, so the flag stays true
+    and `run` later skips them however the loops were rewritten.
+    """
+    return replace(kernel, body=_mark_block(kernel.body, []))
+
+
+def _mark_block(body, ranges: list) -> tuple[ir.Stmt, ...]:
+    out = []
+    for s in body:
+        def mark(e: ir.Expr) -> ir.Expr:
+            if isinstance(e, ir.Load) and not e.safe and _proven(e.tensor, e.indices, ranges):
+                return replace(e, safe=True)
+            return e
+
+        match s:
+            case ir.For(var, start, stop, step, body=inner):
+                inner_ranges = ranges + [LoopRange(var, start, stop, step)]
+                s = replace(s, start=map_expr(start, mark), stop=map_expr(stop, mark),
+                            body=_mark_block(inner, inner_ranges))
+            case ir.If(cond, then, orelse):
+                s = replace(s, cond=map_expr(cond, mark), then=_mark_block(then, ranges),
+                            orelse=_mark_block(orelse, ranges))
+            case ir.Assign(_, value):
+                s = replace(s, value=map_expr(value, mark))
+            case ir.Check(cond):
+                s = replace(s, cond=map_expr(cond, mark))
+            case ir.Store(tensor, indices, value):
+                idx = tuple(map_expr(i, mark) for i in indices)
+                safe = s.safe or _proven(tensor, idx, ranges)
+                s = replace(s, indices=idx, value=map_expr(value, mark), safe=safe)
+        out.append(s)
+    return tuple(out)
+
+
+def _proven(tensor: ir.TensorParam, indices, ranges: list) -> bool:
+    return all(provably_in_bounds(i, ir.Shape(tensor, axis), ranges) for axis, i in enumerate(indices))
+
+
 def _accesses(s: ir.Stmt):
     """(tensor, indices, span) of each load the statement evaluates, and its store."""
     for e in stmt_exprs(s):
         for node in walk_expr(e):
-            if isinstance(node, ir.Load):
+            if isinstance(node, ir.Load) and not node.safe:
                 yield node.tensor, node.indices, node.span or s.span
-    if isinstance(s, ir.Store):
+    if isinstance(s, ir.Store) and not s.safe:
         yield s.tensor, s.indices, s.span
 
 
@@ -92,10 +135,7 @@ def _info(checks: list, tensor: ir.TensorParam, axis: int, span) -> int:
 
 
 def _in_range(index: ir.Expr, size: ir.Expr) -> ir.Expr:
-    zero = ir.Const(0, I64)
-    low = ir.Binary(">=", index, zero, BOOL)
-    high = ir.Binary("<", index, size, BOOL)
-    return ir.Binary("and", low, high, BOOL)
+    return both(compare(">=", index, i64(0)), compare("<", index, size))
 
 
 def _hoistable(index: ir.Expr, ctx: _Ctx):
@@ -117,11 +157,8 @@ def _hoistable(index: ir.Expr, ctx: _Ctx):
     last = _subst(index, var, _last_value(loop))
 
     def build(tensor, axis):
-        low = ir.Binary("min", first, last, I64)
-        high = ir.Binary("max", first, last, I64)
-        zero = ir.Const(0, I64)
-        return ir.Binary("and", ir.Binary(">=", low, zero, BOOL),
-                         ir.Binary("<", high, ir.Shape(tensor, axis), BOOL), BOOL)
+        low, high = minimum(first, last), maximum(first, last)
+        return both(compare(">=", low, i64(0)), compare("<", high, ir.Shape(tensor, axis)))
 
     return build
 
@@ -155,11 +192,8 @@ def _last_value(loop: ir.For) -> ir.Expr:
     """start + ((stop - start - 1) // step) * step, the last value taken (step > 0);
     mirrored for step < 0."""
     start, stop, step = loop.start, loop.stop, loop.step
-    one = ir.Const(1, I64)
     if step > 0:
-        span = ir.Binary("-", ir.Binary("-", stop, start, I64), one, I64)
+        distance = sub(sub(stop, start), i64(1))
     else:
-        span = ir.Binary("-", ir.Binary("-", start, stop, I64), one, I64)
-    magnitude = ir.Const(abs(step), I64)
-    trips = ir.Binary("//", span, magnitude, I64)
-    return ir.Binary("+", start, ir.Binary("*", trips, ir.Const(step, I64), I64), I64)
+        distance = sub(sub(start, stop), i64(1))
+    return add(start, mul(floordiv(distance, i64(abs(step))), i64(step)))

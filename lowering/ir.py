@@ -87,6 +87,7 @@ class Load:
     indices: tuple["Expr", ...]
     type: ScalarType
     span: Span | None = None
+    safe: bool = False  # proven in bounds (set by `guard.mark_proven`)
 
 
 @dataclass(frozen=True, slots=True)
@@ -209,6 +210,7 @@ class Store:
     indices: tuple[Expr, ...]
     value: Expr
     span: Span | None = None
+    safe: bool = False  # proven in bounds (set by `guard.mark_proven`)
 
 
 @dataclass(frozen=True, slots=True)
@@ -308,6 +310,7 @@ class Kernel:
     checks: tuple[CheckInfo, ...] = ()
     doc: str | None = None
     span: Span | None = None
+    schedule: tuple = ()  # `lowering.schedule.Directive`s, applied after lowering
 
     def tensor(self, name: str) -> TensorParam:
         return next(p for p in self.params if isinstance(p, TensorParam) and p.name == name)

@@ -27,7 +27,14 @@ class TensorArgs:
 
 
 class FunctionContext:
-    """Everything the expression and statement emitters share for one kernel."""
+    """Everything the expression and statement emitters share for one kernel.
+
+    `in_parallel` is set in the outlined body of a parallel loop (parallel.py):
+    a parallel loop nested there runs serially, and a failed Check's `ret`
+    returns to the team function, which records the status for the kernel.
+    """
+
+    in_parallel = False
 
     def __init__(self, func: ir.Function, kernel: Kernel):
         self.func = func

@@ -10,6 +10,7 @@ from ..errors import BackendError
 from .context import FunctionContext
 from .exprs import emit_expr
 from .ltypes import int_const
+from .parallel import emit_parallel_for
 from .memory import store_element
 
 
@@ -33,6 +34,8 @@ def emit_stmt(cx: FunctionContext, stmt: Stmt) -> None:
             cx.builder.position_at_end(ok)
         case If():
             _emit_if(cx, stmt)
+        case For(kind="parallel") if not cx.in_parallel:
+            emit_parallel_for(cx, stmt, _emit_for)
         case For():
             _emit_for(cx, stmt)
         case _:

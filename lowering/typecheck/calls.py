@@ -6,7 +6,7 @@ from dsl.grammar import ast
 from dsl.grammar.diagnostics import did_you_mean
 
 from .. import ir
-from ..types import BY_NAME, F64, I64, ScalarType
+from ..types import BY_NAME, I64, ScalarType
 from .coerce import TExpr, concrete, unify
 from .exprs import ExprChecker, strip_qualifier
 
@@ -143,15 +143,42 @@ def _reduction(ck: ExprChecker, node: ast.Call, name: str) -> TExpr | None:
         indices.append((sym, ck.extents[(id(node), index)]))
     outer, ck.frame = ck.frame, frame
     try:
-        body = concrete(ck.expr(node.args[0]), ck.bag, node.span)
+        te, body_pre = ck.apart(lambda: ck.expr(node.args[0]))
     finally:
         ck.frame = outer
+    body = concrete(te, ck.bag, node.span)
     if body is None or any(x is None for _, x in indices):
         return None
     if body.type.is_bool:
         ck.bag.error(node.span, f"{name}() over bool values; convert with i32(...) first")
         return None
+    if body_pre:
+        return _reduction_loops(ck, name, indices, body_pre, body, node.span)
     return TExpr(ir.Reduce(name, tuple(indices), body, body.type, node.span))
 
 
-__all__ = ["check_call", "INTRINSICS", "F64"]
+def _reduction_loops(ck: ExprChecker, name: str, indices, body_pre, body: ir.Expr, span) -> TExpr:
+    """A reduction whose body needs statements (an inlined call) as explicit loops:
+
+        acc = 0; for k in range(K): <statements>; acc = acc + body
+    """
+    from ..loops import identity
+    from ..rewrite import map_stmts
+
+    acc = ir.Sym(name, body.type, "local")
+    loop_syms = {sym: ir.Sym(sym.name, I64, "loop") for sym, _ in indices}
+
+    def rename(e: ir.Expr) -> ir.Expr:
+        if isinstance(e, ir.Var) and e.sym in loop_syms:
+            return ir.Var(loop_syms[e.sym], e.span)
+        return e
+
+    op = "+" if name == "sum" else name
+    update = ir.Assign(acc, ir.Binary(op, ir.Var(acc, span), body, body.type, span), span)
+    nest = map_stmts((*body_pre, update), rename)
+    for sym, extent in reversed(indices):
+        loop = loop_syms[sym]
+        nest = (ir.For(loop, ir.Const(0, I64, span), extent, 1, nest, loop.name, span=span),)
+    start = ir.Assign(acc, ir.Const(identity(name, body.type), body.type, span), span)
+    ck.ctx.prelude += [start, *nest]
+    return TExpr(ir.Var(acc, span))

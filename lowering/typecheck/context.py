@@ -76,26 +76,61 @@ class Frame:
 
 @dataclass
 class Locals:
-    """The locals of one function body (kernel-scoped, like Python's)."""
+    """The locals of one function body (kernel-scoped, like Python's).
+
+    A local first given a literal (`acc = 0.0`) takes the type of the first real
+    value assigned to it (`acc += x[i]` with f64 `x`), and has that type from its
+    first assignment on. `infer.py` finds these types by checking the body again
+    until they settle: `known_types` holds the previous pass's answer, `found`
+    this pass's. A local assigned exactly once, with a literal, is a named
+    constant: wherever it is read it is that literal (weak, exact).
+    """
 
     syms: dict[str, ir.Sym] = field(default_factory=dict)
-    # Types from the inference pass; a local absent here is inferred on the fly.
     known_types: dict[str, ScalarType] = field(default_factory=dict)
-    # Inference pass only: locals whose type came from a literal and may still change.
+    assign_counts: dict[str, int] = field(default_factory=dict)
+    # True for the last-resort pass: a literal-first local not in known_types
+    # takes its literal's default type at once (no provisional, weak reads).
+    settled: bool = False
+    # Locals still provisional (read as weak values) in this pass: name -> 'int'/'float'.
     pending: dict[str, str] = field(default_factory=dict)
-    # Syms replaced when a literal-typed local met its real type (old -> new).
+    # Syms replaced when a provisional local met its real type (old -> new).
     remap: dict[ir.Sym, ir.Sym] = field(default_factory=dict)
+    literal_kind: dict[str, str] = field(default_factory=dict)  # literal-first locals
+    resolved: set[str] = field(default_factory=set)  # ... that have met a real value
+    found: dict[str, ScalarType] = field(default_factory=dict)  # ... and their types
+    constants: dict[str, object] = field(default_factory=dict)  # name -> weak TExpr
+
+    def is_local(self, name: str) -> bool:
+        return name in self.syms or name in self.constants
 
 
 @dataclass
 class FunctionContext:
     bag: DiagnosticBag
     functions: dict[str, ast.FunctionDef]
-    call_stack: list[str] = field(default_factory=list)
+    call_stack: list[ast.FunctionDef] = field(default_factory=list)
     prelude: list[ir.Stmt] = field(default_factory=list)
-    inferring: bool = False
-    reduction_depth: int = 0
+    # Per function (by id): the functions its module sees, when modules differ.
+    scopes: dict[int, dict[str, ast.FunctionDef]] = field(default_factory=dict)
+    # Per function (by id): the settled types of its literal-first locals.
+    local_types: dict[int, dict[str, ScalarType]] = field(default_factory=dict)
 
     def take_prelude(self) -> list[ir.Stmt]:
         out, self.prelude = self.prelude, []
         return out
+
+    def scratch(self) -> "FunctionContext":
+        """A context for a trial pass: its own diagnostics, the same caches."""
+        return FunctionContext(DiagnosticBag(), self.functions, list(self.call_stack),
+                               scopes=self.scopes, local_types=self.local_types)
+
+    def adopt(self, trial: "FunctionContext") -> None:
+        """Keep the diagnostics of a trial pass whose result is kept."""
+        for d in trial.bag.items:
+            if d not in self.bag.items:
+                self.bag.items.append(d)
+
+    def namespace(self, fn: ast.FunctionDef) -> dict[str, ast.FunctionDef]:
+        """The functions visible inside `fn` (its own module's view)."""
+        return self.scopes.get(id(fn), self.functions)

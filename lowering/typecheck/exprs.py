@@ -87,10 +87,16 @@ class ExprChecker:
     # ----------------------------------------------------------------- leaves
 
     def name(self, node: ast.Name) -> TExpr | None:
+        if "." in node.id and not node.id.startswith("dsl."):
+            self.bag.error(node.span, f"attribute access is not supported: '{node.id}'")
+            return None
         ident = strip_qualifier(node.id) if "." in node.id else node.id
         value = self.frame.lookup_value(ident)
         if value is not None:
             return TExpr(_at(value, node.span))
+        constant = self.locals.constants.get(ident)
+        if constant is not None:
+            return TExpr(_at(constant.expr, node.span), constant.weak)
         sym = self.locals.syms.get(ident)
         if sym is not None:
             if ident in self.locals.pending:
@@ -103,14 +109,14 @@ class ExprChecker:
         return None
 
     def unknown_name(self, span, ident: str) -> None:
-        known = self.frame.visible_names() | set(self.locals.syms)
+        known = self.frame.visible_names() | set(self.locals.syms) | set(self.locals.constants)
         self.bag.error(span, f"name '{ident}' is not defined", *did_you_mean(ident, known))
 
     def tensor(self, name: ast.Name) -> ir.TensorParam | None:
         ident = strip_qualifier(name.id)
         tensor = self.frame.lookup_tensor(ident)
         if tensor is None:
-            if self.frame.lookup_value(ident) is not None or ident in self.locals.syms:
+            if self.frame.lookup_value(ident) is not None or self.locals.is_local(ident):
                 self.bag.error(name.span, f"'{ident}' is a scalar and cannot be indexed")
             else:
                 self.unknown_name(name.span, ident)
@@ -233,20 +239,45 @@ class ExprChecker:
 
     def boolop(self, node: ast.BoolOp) -> TExpr | None:
         a = self.condition(node.left, f"left operand of '{node.op}'")
-        b = self.condition(node.right, f"right operand of '{node.op}'")
+        b, b_pre = self.apart(lambda: self.condition(node.right, f"right operand of '{node.op}'"))
         if a is None or b is None:
             return None
-        return TExpr(ir.Binary(node.op, a, b, BOOL, node.span))
+        if not b_pre:
+            return TExpr(ir.Binary(node.op, a, b, BOOL, node.span))
+        # A call on the right runs only when the left does not decide (short circuit).
+        tmp = ir.Sym(node.op, BOOL, "local")
+        undecided = ir.Var(tmp) if node.op == "and" else ir.Unary("not", ir.Var(tmp), BOOL, node.span)
+        self.ctx.prelude += [ir.Assign(tmp, a, node.span),
+                             ir.If(undecided, (*b_pre, ir.Assign(tmp, b, node.span)), (), node.span)]
+        return TExpr(ir.Var(tmp, node.span))
 
     def ifexp(self, node: ast.IfExp) -> TExpr | None:
         cond = self.condition(node.cond, "condition of 'if'")
-        body, orelse = self.expr(node.body), self.expr(node.orelse)
+        body, a_pre = self.apart(lambda: self.expr(node.body))
+        orelse, b_pre = self.apart(lambda: self.expr(node.orelse))
         if cond is None or body is None or orelse is None:
             return None
         target, a, b = unify(body, orelse, self.bag, node.span, "if-else")
         if a is None or b is None:
             return None
-        return TExpr(ir.Select(cond, a, b, target, node.span))
+        if not a_pre and not b_pre:
+            return TExpr(ir.Select(cond, a, b, target, node.span))
+        # A call in a branch runs only when that branch is chosen.
+        tmp = ir.Sym("sel", target, "local")
+        self.ctx.prelude.append(ir.If(cond, (*a_pre, ir.Assign(tmp, a, node.span)),
+                                      (*b_pre, ir.Assign(tmp, b, node.span)), node.span))
+        return TExpr(ir.Var(tmp, node.span))
+
+    def apart(self, check):
+        """Run `check()`; return its result and the statements that calls inlined
+        in it emitted, kept apart from the current prelude (so they can be made
+        conditional, or put inside a loop)."""
+        saved = self.ctx.take_prelude()
+        try:
+            result = check()
+            return result, self.ctx.take_prelude()
+        finally:
+            self.ctx.prelude = saved
 
     def call(self, node: ast.Call) -> TExpr | None:
         from .calls import check_call  # calls.py needs this class; import late

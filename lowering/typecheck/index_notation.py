@@ -3,11 +3,18 @@
     C[m, n] = sum(A[m, k] * B[k, n])
 
 A name used inside a subscript that nothing binds is a *free index*. On the left
-it ranges over the output (one loop per name); on the right, a name not on the
-left must sit inside a reduction (`sum`, or `max`/`min` with one argument), and
-belongs to the outermost reduction around its first use. Each free index ranges
-over the dimension it indexes where it stands alone as an index; every such
-dimension must agree.
+it ranges over the output (one loop per name). On the right, a name not on the
+left belongs to a reduction (`sum`, or `max`/`min` with one argument): the
+outermost one in which it is used *directly* (outside any reduction nested in
+it). A name used only inside nested reductions belongs to each of them
+separately, so
+
+    y[i] = sum(A[i, k] * sum(B[k, j]))      # sum over k of A[i, k] * (sum over j of B[k, j])
+    y[i] = sum(A[i, k]) + sum(B[i, k])      # two independent sums over k
+
+A name used directly outside every reduction, and not on the left, is an error.
+Each free index ranges over the dimension it indexes where it stands alone as an
+index; every such dimension must agree.
 
 `scan` finds the indices and where they are used; it runs on the AST before type
 checking so the checker can bind them.
@@ -54,63 +61,72 @@ class IndexPlan:
         return not any(self.owned.values()) and not self.stray
 
 
+@dataclass
+class _Scope:
+    """The statement, or one reduction: the free names used directly in it."""
+
+    key: int
+    direct: list[tuple[str, Use | None, Span]] = field(default_factory=list)
+    inner: list["_Scope"] = field(default_factory=list)
+
+
 def scan(target: ast.Expr | None, value: ast.Expr, is_bound: Callable[[str], bool]) -> IndexPlan:
     plan = IndexPlan()
+    root = _Scope(STATEMENT)
     if isinstance(target, ast.Subscript):
-        for axis, index in enumerate(target.indices):
+        for index in target.indices:
             if isinstance(index, ast.Name) and not is_bound(index.id) and index.id not in plan.lhs:
                 plan.lhs.append(index.id)
-        plan.owned[STATEMENT] = list(plan.lhs)
-        _visit(target, [], plan, is_bound, in_index=False)
-    _visit(value, [], plan, is_bound, in_index=False)
+        _collect(target, root, is_bound, in_index=False)
+    _collect(value, root, is_bound, in_index=False)
+    plan.owned[STATEMENT] = list(plan.lhs)
+    _assign(root, {name: STATEMENT for name in plan.lhs}, plan)
     return plan
 
 
-def _owner(name: str, stack: list[int], plan: IndexPlan) -> int | None:
-    if name in plan.lhs:
-        return STATEMENT
-    for owner in stack:
-        if name in plan.owned.get(owner, []):
-            return owner
-    if stack:
-        plan.owned.setdefault(stack[0], []).append(name)
-        return stack[0]
-    return None
+def _assign(scope: _Scope, visible: dict[str, int], plan: IndexPlan) -> None:
+    """Give each name used directly in `scope` an owner, then recurse inward."""
+    owned = plan.owned.setdefault(scope.key, [])
+    for name, _, _ in scope.direct:
+        if name not in visible and scope.key != STATEMENT and name not in owned:
+            owned.append(name)
+    inner_visible = {**visible, **{name: scope.key for name in owned}}
+    for name, use, span in scope.direct:
+        owner = inner_visible.get(name)
+        if owner is None:
+            plan.stray.append((name, span))
+            continue
+        plan.first_span.setdefault((owner, name), span)
+        if use is not None:
+            plan.uses.setdefault((owner, name), []).append(use)
+    for child in scope.inner:
+        _assign(child, inner_visible, plan)
 
 
-def _visit(node, stack: list[int], plan: IndexPlan, is_bound, in_index: bool) -> None:
-    """Walk an expression; iterative enough for realistic nesting depths."""
+def _collect(node, scope: _Scope, is_bound, in_index: bool) -> None:
+    """Record the free names used in `node`, by the reduction they sit in."""
     match node:
         case ast.Subscript(value=tensor, indices=indices):
             for axis, index in enumerate(indices):
                 if isinstance(index, ast.Name) and not is_bound(index.id):
-                    owner = _owner(index.id, stack, plan)
-                    if owner is None:
-                        plan.stray.append((index.id, index.span))
-                        continue
-                    key = (owner, index.id)
-                    plan.uses.setdefault(key, []).append(Use(tensor.id, axis, index.span))
-                    plan.first_span.setdefault(key, index.span)
+                    scope.direct.append((index.id, Use(tensor.id, axis, index.span), index.span))
                 else:
-                    _visit(index, stack, plan, is_bound, in_index=True)
+                    _collect(index, scope, is_bound, in_index=True)
         case ast.Name(id=name, span=span) if in_index and not is_bound(name):
-            owner = _owner(name, stack, plan)
-            if owner is None:
-                plan.stray.append((name, span))
-            else:
-                plan.first_span.setdefault((owner, name), span)
+            scope.direct.append((name, None, span))
         case ast.Call(args=args) if is_reduction(node):
-            plan.owned.setdefault(id(node), [])
+            child = _Scope(id(node))
+            scope.inner.append(child)
             for arg in args:
-                _visit(arg, stack + [id(node)], plan, is_bound, in_index)
+                _collect(arg, child, is_bound, in_index)
         case ast.Call(args=args, keywords=keywords):
             for arg in (*args, *(k.value for k in keywords)):
-                _visit(arg, stack, plan, is_bound, in_index)
+                _collect(arg, scope, is_bound, in_index)
         case ast.BinOp(left=a, right=b) | ast.Compare(left=a, right=b) | ast.BoolOp(left=a, right=b):
-            _visit(a, stack, plan, is_bound, in_index)
-            _visit(b, stack, plan, is_bound, in_index)
+            _collect(a, scope, is_bound, in_index)
+            _collect(b, scope, is_bound, in_index)
         case ast.UnaryOp(operand=a):
-            _visit(a, stack, plan, is_bound, in_index)
+            _collect(a, scope, is_bound, in_index)
         case ast.IfExp(cond=c, body=a, orelse=b):
             for part in (c, a, b):
-                _visit(part, stack, plan, is_bound, in_index)
+                _collect(part, scope, is_bound, in_index)

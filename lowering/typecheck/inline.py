@@ -14,16 +14,18 @@ from dsl.grammar import ast
 from .. import ir
 from ..types import BY_NAME, F16
 from .coerce import TExpr, coerce
-from .context import Locals
 from .exprs import ExprChecker, strip_qualifier
+from .infer import check_body
 
 MAX_INLINE_DEPTH = 64
 
 
 def inline_call(ck: ExprChecker, node: ast.Call, fn: ast.FunctionDef, want_value: bool) -> TExpr | None:
     ctx = ck.ctx
-    if fn.name in ctx.call_stack:
-        chain = " -> ".join([*ctx.call_stack[ctx.call_stack.index(fn.name):], fn.name])
+    if any(active is fn for active in ctx.call_stack):
+        names = [f.name for f in ctx.call_stack]
+        start = next(k for k, f in enumerate(ctx.call_stack) if f is fn)
+        chain = " -> ".join([*names[start:], fn.name])
         ck.bag.error(node.func_span, f"recursive call to '{fn.name}' ({chain}); calls are inlined, "
                      "so recursion is not supported")
         return None
@@ -41,15 +43,15 @@ def inline_call(ck: ExprChecker, node: ast.Call, fn: ast.FunctionDef, want_value
     frame = ck.frame.child(barrier=True)
     for param, arg in zip(fn.params, args):
         _bind(ck, frame, param, arg, saved)
-    from .stmts import StmtChecker
-
     ret = ir.Sym(f"{fn.name}.result", returns, "local") if returns is not None else None
-    callee = StmtChecker(ctx, frame, Locals(), fn.name, ret_sym=ret)
-    ctx.call_stack.append(fn.name)
+    caller_functions = ctx.functions
+    ctx.functions = ctx.namespace(fn)
+    ctx.call_stack.append(fn)
     try:
-        body = callee.function_body(fn)
+        body = check_body(ctx, frame, fn, ret)
     finally:
         ctx.call_stack.pop()
+        ctx.functions = caller_functions
     ctx.prelude = saved + list(body)
     if ret is None:
         return TExpr(ir.Const(0, BY_NAME["i32"], node.span))

@@ -12,9 +12,11 @@ from dsl.grammar import ast
 from dsl.grammar.diagnostics import DiagnosticBag, did_you_mean
 
 from .. import ir
+from ..schedule import read_schedule
 from ..types import BY_NAME, F16
 from .context import Frame, FunctionContext, Locals
 from .exprs import strip_qualifier
+from .infer import check_body
 from .stmts import StmtChecker
 from .writes import written_params
 
@@ -26,30 +28,36 @@ def is_kernel(fn: ast.FunctionDef) -> bool:
     return fn.returns is None or fn.returns.name == "None"
 
 
-def check_module(module: ast.Module, imported: dict[str, ast.FunctionDef] | None = None) -> ir.Program:
+def check_module(module: ast.Module, imported: dict[str, ast.FunctionDef] | None = None,
+                 scopes: dict[int, dict[str, ast.FunctionDef]] | None = None) -> ir.Program:
     """Type check every function; return the kernels of `module` as kernel IR.
 
-    `imported` maps names brought in by `from x import name` to their definitions.
+    `imported` maps names brought in by `from x import name` to their definitions;
+    `scopes` maps each imported function (by id) to the functions its own module
+    sees, so it calls its module's helpers, not same-named ones elsewhere.
     Raises `CompileError` with every diagnostic found.
     """
     bag = DiagnosticBag()
     functions = dict(imported or {})
     for fn in module.functions:
-        if fn.name in functions:
+        if fn.name in (imported or {}):
+            bag.error(fn.name_span, f"'{fn.name}' is defined here and also imported",
+                      "rename one of them")
+        elif fn.name in functions:
             bag.error(fn.name_span, f"'{fn.name}' is defined more than once")
         functions[fn.name] = fn
     kernels = []
     for fn in module.functions:
-        kernel = check_function(fn, functions, bag)
+        kernel = check_function(fn, functions, bag, scopes or {})
         if kernel is not None and is_kernel(fn):
             kernels.append(kernel)
     bag.raise_if_errors()
     return ir.Program(tuple(kernels))
 
 
-def check_function(fn: ast.FunctionDef, functions, bag: DiagnosticBag) -> ir.Kernel | None:
-    ctx = FunctionContext(bag, functions, call_stack=[fn.name])
-    writes = written_params(fn, functions)
+def check_function(fn: ast.FunctionDef, functions, bag: DiagnosticBag, scopes=None) -> ir.Kernel | None:
+    ctx = FunctionContext(bag, functions, call_stack=[fn], scopes=dict(scopes or {}))
+    writes = written_params(fn, functions, ctx.scopes)
     frame = Frame()
     params, dims = _params(fn, frame, writes, bag)
     ret = None
@@ -58,13 +66,13 @@ def check_function(fn: ast.FunctionDef, functions, bag: DiagnosticBag) -> ir.Ker
 
         ret_type = _return_type(StmtChecker(ctx, frame, Locals(), fn.name), fn)
         ret = ir.Sym(f"{fn.name}.result", ret_type or BY_NAME["f32"], "local")
-    checker = StmtChecker(ctx, frame, Locals(), fn.name, ret_sym=ret)
-    body = checker.function_body(fn)
+    body = check_body(ctx, frame, fn, ret)
     options = _options(fn, bag)
+    schedule = read_schedule(fn.decorators, bag)
     if params is None:
         return None
     return ir.Kernel(fn.name, tuple(params), tuple(dims.values()), body, options,
-                     doc=fn.docstring, span=fn.name_span)
+                     doc=fn.docstring, span=fn.name_span, schedule=schedule)
 
 
 def _params(fn: ast.FunctionDef, frame: Frame, writes: set[str], bag: DiagnosticBag):

@@ -50,7 +50,7 @@ def check_for(ck, node: ast.For) -> list[ir.Stmt]:
 
 def _check_target(ck, target: ast.Name) -> bool:
     ident = target.id
-    if ident in ck.locals.syms:
+    if ck.locals.is_local(ident):
         ck.bag.error(target.span, f"loop variable '{ident}' has the name of a local variable")
         return False
     if ck.frame.lookup_value(ident) is not None and not ck._is_loop_var(ident):
@@ -70,7 +70,7 @@ def _range_header(ck, node: ast.For, call: ast.Call):
     if not 1 <= len(args) <= 3:
         ck.bag.error(call.span, f"range() takes 1 to 3 arguments ({len(args)} given)")
         return None
-    bounds = [ck.index(a, "a range bound") for a in args[:2]]
+    bounds = [_bound(ck, a, "a range bound") for a in args[:2]]
     step = 1
     if len(args) == 3:
         step = _constant_step(ck, args[2])
@@ -81,6 +81,11 @@ def _range_header(ck, node: ast.For, call: ast.Call):
     else:
         start, stop = bounds
     return [(start, stop, step, "serial")]
+
+
+def _bound(ck, node: ast.Expr, what: str):
+    """A loop bound; it may hold a reduction, e.g. range(sum(counts[k]))."""
+    return ck.with_free_indices(node, lambda: ck.index(node, what))
 
 
 def _constant_step(ck, node: ast.Expr) -> int | None:
@@ -101,7 +106,7 @@ def _grid_header(ck, node: ast.For, call: ast.Call, parallel: bool):
     if len(call.args) != len(node.targets):
         ck.bag.error(call.span, f"{name}() has {len(call.args)} extents for {len(node.targets)} loop variables")
         return None
-    extents = [ck.index(a, f"an extent of {name}()") for a in call.args]
+    extents = [_bound(ck, a, f"an extent of {name}()") for a in call.args]
     if any(e is None for e in extents):
         return None
     zero = ir.Const(0, I64, call.span)

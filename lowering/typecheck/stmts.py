@@ -5,8 +5,9 @@ from __future__ import annotations
 from dsl.grammar import ast
 
 from .. import ir
+from ..rewrite import map_stmts
 from ..types import I64, value_type
-from .coerce import TExpr, coerce, concrete, default_type, retype
+from .coerce import TExpr, coerce, default_type, retype
 from .exprs import ExprChecker, strip_qualifier
 from .index_notation import STATEMENT, scan
 from .locals_remap import apply_remap
@@ -60,44 +61,81 @@ class StmtChecker(ExprChecker):
     def assign_local(self, name: ast.Name, value: ast.Expr, span) -> list[ir.Stmt]:
         ident = name.id
         reason = self._not_assignable(ident)
-        plan = scan(None, value, self.is_bound)
-        outer, self.frame = self.frame, self.frame.child()
-        self._report_stray(plan)
-        self.plan, self.extents = plan, self._extents(plan)
-        try:
-            te = self.expr(value)
-        finally:
-            self.plan, self.frame = None, outer
+        te = self.with_free_indices(value, lambda: self.expr(value))
         pre = self.ctx.take_prelude()
         if reason:
             self.bag.error(name.span, f"cannot assign to '{ident}': it is {reason}")
             return pre
+        self.assigned.add(ident)
         if te is None:
-            self.assigned.add(ident)
             self.locals.syms.setdefault(ident, ir.Sym(ident, default_type("float"), "local"))
             return pre
+        if self._is_constant(ident, te):
+            self.locals.constants[ident] = te
+            return pre
         sym, expr = self._local_value(ident, te, span)
-        self.assigned.add(ident)
         return pre if expr is None else pre + [ir.Assign(sym, expr, span)]
 
+    def with_free_indices(self, node: ast.Expr, check):
+        """Run `check()` with the free indices of expression `node` bound, so a
+        reduction such as `sum(x[k])` may stand in it."""
+        plan = scan(None, node, self.is_bound)
+        saved = self.plan, self.extents, self.frame
+        self.frame = self.frame.child()
+        self._report_stray(plan)
+        self.plan, self.extents = plan, self._extents(plan)
+        try:
+            return check()
+        finally:
+            self.plan, self.extents, self.frame = saved
+
+    def _is_constant(self, ident: str, te: TExpr) -> bool:
+        """A local assigned once, with a literal, is that literal where it is read."""
+        first = ident not in self.locals.syms and ident not in self.locals.constants
+        once = self.locals.assign_counts.get(ident, 0) == 1
+        return first and once and te.weak is not None and isinstance(te.expr, ir.Const)
+
     def _local_value(self, ident: str, te: TExpr, span):
-        syms, pending = self.locals.syms, self.locals.pending
-        sym = syms.get(ident)
+        """The symbol of local `ident` and the value to assign to it (None on error)."""
+        locals_ = self.locals
+        sym = locals_.syms.get(ident)
         if sym is None:
-            sym = ir.Sym(ident, te.type if not te.weak else default_type(te.weak), "local")
-            syms[ident] = sym
-            if te.weak:
-                pending[ident] = te.weak
-            return sym, retype(te, sym.type, self.bag, span) if te.weak else te.expr
-        if ident in pending and not te.weak:
-            if pending[ident] == "float" and not te.type.is_float or te.type.is_bool:
-                self.bag.error(span, f"local '{ident}' was first given a {pending[ident]} literal, "
-                               f"now a value of type {te.type}", f"initialise it with {te.type}(...)")
-                return sym, None
+            return self._first_value(ident, te, span)
+        if ident in locals_.literal_kind and ident not in locals_.resolved and not te.weak:
+            return self._resolve(ident, sym, te, span)
+        return sym, coerce(te, sym.type, self.bag, span, f"assignment to '{ident}'")
+
+    def _first_value(self, ident: str, te: TExpr, span):
+        locals_ = self.locals
+        if not te.weak:
+            sym = locals_.syms[ident] = ir.Sym(ident, te.type, "local")
+            return sym, te.expr
+        locals_.literal_kind[ident] = te.weak
+        locals_.found[ident] = default_type(te.weak)
+        known = locals_.known_types.get(ident)
+        if known is None and locals_.settled:
+            known = default_type(te.weak)
+        if known is None:  # provisional: read as a weak value until a real one comes
+            locals_.pending[ident] = te.weak
+            known = default_type(te.weak)
+        sym = locals_.syms[ident] = ir.Sym(ident, known, "local")
+        return sym, retype(te, known, self.bag, span)
+
+    def _resolve(self, ident: str, sym: ir.Sym, te: TExpr, span):
+        """The first real value assigned to a local first given a literal."""
+        locals_ = self.locals
+        locals_.resolved.add(ident)
+        kind = locals_.literal_kind[ident]
+        if kind == "float" and not te.type.is_float or te.type.is_bool:
+            self.bag.error(span, f"local '{ident}' was first given a {kind} literal, "
+                           f"now a value of type {te.type}", f"initialise it with {te.type}(...)")
+            return sym, None
+        locals_.found[ident] = te.type
+        if ident in locals_.pending:
             new = ir.Sym(ident, te.type, "local")
-            self.locals.remap[sym] = new
-            syms[ident] = new
-            del pending[ident]
+            locals_.remap[sym] = new
+            locals_.syms[ident] = new
+            del locals_.pending[ident]
             return new, te.expr
         return sym, coerce(te, sym.type, self.bag, span, f"assignment to '{ident}'")
 
@@ -121,12 +159,12 @@ class StmtChecker(ExprChecker):
 
     def is_bound(self, ident: str) -> bool:
         ident = strip_qualifier(ident)
-        return (self.frame.lookup_value(ident) is not None or ident in self.locals.syms
+        return (self.frame.lookup_value(ident) is not None or self.locals.is_local(ident)
                 or self.frame.lookup_tensor(ident) is not None)
 
     def name(self, node: ast.Name):
         ident = node.id
-        if (ident in self.locals.syms and ident not in self.assigned
+        if (self.locals.is_local(ident) and ident not in self.assigned
                 and self.frame.lookup_value(ident) is None):
             self.bag.error(node.span, f"local '{ident}' may be used before it is assigned",
                            "assign it before any loop or branch that uses it")
@@ -148,13 +186,13 @@ class StmtChecker(ExprChecker):
             sym = ir.Sym(index, I64, "index")
             frame.values[index] = ir.Var(sym)
             free.append((sym, extents.get((STATEMENT, index))))
-        outer, self.frame = self.frame, frame
-        self.plan, self.extents = plan, extents
+        saved = self.frame, self.plan, self.extents
+        self.frame, self.plan, self.extents = frame, plan, extents
         try:
             idx = self.indices(target, tensor) if tensor is not None else None
             te = self.expr(value)
         finally:
-            self.frame, self.plan = outer, None
+            self.frame, self.plan, self.extents = saved
         pre = self.ctx.take_prelude()
         if tensor is None or idx is None or te is None or any(x is None for _, x in free):
             return pre
@@ -162,8 +200,10 @@ class StmtChecker(ExprChecker):
         if stored is None:
             return pre
         store = ir.Store(tensor, idx, stored, span)
+        if free and pre:
+            return _explicit_loops(free, pre, store, span)
         if free:
-            return pre + [ir.IndexStore(tuple(free), store, span)]
+            return [ir.IndexStore(tuple(free), store, span)]
         return pre + [store]
 
     def _report_stray(self, plan) -> None:
@@ -188,7 +228,7 @@ class StmtChecker(ExprChecker):
         return check_for(self, node)
 
     def if_stmt(self, node: ast.If) -> list[ir.Stmt]:
-        cond = self.condition(node.cond, "condition of 'if'")
+        cond = self.with_free_indices(node.cond, lambda: self.condition(node.cond, "condition of 'if'"))
         pre = self.ctx.take_prelude()
         before = set(self.assigned)
         then = self.block(node.body)
@@ -206,9 +246,10 @@ class StmtChecker(ExprChecker):
             return []
         if self.ret_sym is None:
             self.bag.error(node.span, "a kernel returns no value; write results into an output tensor")
-            self.expr(node.value)
+            self.with_free_indices(node.value, lambda: self.expr(node.value))
+            self.ctx.take_prelude()
             return []
-        te = self.expr(node.value)
+        te = self.with_free_indices(node.value, lambda: self.expr(node.value))
         value = coerce(te, self.ret_sym.type, self.bag, node.value.span, "return value")
         pre = self.ctx.take_prelude()
         return pre if value is None else pre + [ir.Assign(self.ret_sym, value, node.span)]
@@ -220,7 +261,7 @@ class StmtChecker(ExprChecker):
             return []
         from .inline import inline_call
 
-        inline_call(self, value, fn, want_value=False)
+        self.with_free_indices(value, lambda: inline_call(self, value, fn, want_value=False))
         return self.ctx.take_prelude()
 
     def check_returns(self, fn: ast.FunctionDef) -> None:
@@ -229,4 +270,21 @@ class StmtChecker(ExprChecker):
         check_return_placement(self.bag, fn, needs_value=self.ret_sym is not None)
 
 
-__all__ = ["StmtChecker", "concrete"]
+def _explicit_loops(free, pre: list[ir.Stmt], store: ir.Store, span) -> list[ir.Stmt]:
+    """Index notation whose value needs statements first (an inlined call, a
+    reduction over one): the loop nest itself, with the statements inside.
+
+        y[i] = f(x[i])   ->   for i in range(N): <f's body>; y[i] = f.result
+    """
+    loop_syms = {sym: ir.Sym(sym.name, I64, "loop") for sym, _ in free}
+
+    def rename(e: ir.Expr) -> ir.Expr:
+        if isinstance(e, ir.Var) and e.sym in loop_syms:
+            return ir.Var(loop_syms[e.sym], e.span)
+        return e
+
+    body = map_stmts((*pre, store), rename)
+    for sym, extent in reversed(free):
+        loop = loop_syms[sym]
+        body = (ir.For(loop, ir.Const(0, I64, span), extent, 1, body, loop.name, span=span),)
+    return list(body)

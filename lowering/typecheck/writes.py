@@ -5,11 +5,16 @@ from __future__ import annotations
 from dsl.grammar import ast
 
 
-def written_params(fn: ast.FunctionDef, functions: dict, _active: frozenset = frozenset()) -> set[str]:
-    """Names of `fn`'s parameters that it (or a function it calls) stores into."""
-    if fn.name in _active:
+def written_params(fn: ast.FunctionDef, functions: dict, scopes: dict | None = None,
+                   _active: frozenset = frozenset()) -> set[str]:
+    """Names of `fn`'s parameters that it (or a function it calls) stores into.
+
+    A call inside `fn` is resolved in `scopes[id(fn)]` (the functions `fn`'s
+    module sees) when given, else in `functions`."""
+    if id(fn) in _active:
         return set()  # recursion is reported by the checker
-    active = _active | {fn.name}
+    active = _active | {id(fn)}
+    visible = (scopes or {}).get(id(fn), functions)
     params = {p.name for p in fn.params}
     out: set[str] = set()
     for node in _walk(fn.body):
@@ -17,10 +22,10 @@ def written_params(fn: ast.FunctionDef, functions: dict, _active: frozenset = fr
             case ast.Assign(target=ast.Subscript(value=name)) | ast.AugAssign(target=ast.Subscript(value=name)):
                 out.add(name.id.rsplit(".", 1)[-1])
             case ast.Call(func=func, args=args, keywords=keywords):
-                callee = functions.get(func.rsplit(".", 1)[-1])
+                callee = visible.get(func.rsplit(".", 1)[-1])
                 if callee is None:
                     continue
-                inner = written_params(callee, functions, active)
+                inner = written_params(callee, functions, scopes, active)
                 bound = dict(zip((p.name for p in callee.params), args))
                 bound.update({k.name: k.value for k in keywords})
                 for pname in inner:

@@ -32,7 +32,7 @@ def test_stage_output(path, stage, golden):
 @pytest.mark.parametrize("path", ERRORS, ids=lambda p: p.stem)
 def test_diagnostics(path, golden):
     with pytest.raises(CompileError) as info:
-        compile_source(_source(path), CompileOptions(), stop_after="loops", base_dir=path.parent)
+        compile_source(_source(path), CompileOptions(), stop_after="guard", base_dir=path.parent)
     text = info.value.render()
     for marker in COMPILER_FILES:
         assert marker not in text, f"diagnostic mentions compiler internals ({marker!r})"

@@ -1,0 +1,304 @@
+"""Parallel loops: the outermost `For(kind="parallel")` of a nest runs on a thread team.
+
+The loop becomes three pieces (for a kernel function `k`, the N-th such loop):
+
+    i32  k__parN__body(captures..., i64 start, i64 k0, i64 k1, i64 trip, ptr ctx)
+         iterations k0..k1-1 (var = start + k*step), serially; returns 0 or the
+         status of a failed Check (the usual fail blocks: `ret code+1`)
+    void k__parN(ptr ctx)
+         what GOMP_parallel runs on each thread: unpacks `ctx`, takes a
+         contiguous block of iterations (static schedule), calls the body and
+         records a failure in the shared status word (cmpxchg: first one wins)
+    the call site in `k`
+         fills `ctx` (a struct on `k`'s stack), calls GOMP_parallel, then
+         returns the status if it is nonzero
+
+Captures are passed to the body as arguments (not read through `ctx` in the
+loop), so data pointers keep `noalias` and a constant unit stride stays a
+constant: the body vectorizes as the serial loop does. Locals are private: the
+body has its own slots, initialized from the values outside; those read after
+the loop are copied back from the thread that ran the last iteration (what a
+serial run leaves in them). A loop with fewer than two iterations, one thread
+or no libgomp calls the body directly, without GOMP (whose dispatch costs ~2 us).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+
+import llvmlite.ir as ir
+
+from dsl.lowering.ir import For, If, Load, Overlaps, Shape, Store, Sym, TensorParam, Var
+from dsl.lowering.types import I64 as INDEX
+from dsl.lowering.rewrite import assigned_syms, stmt_exprs, walk_expr, walk_stmts
+
+from .context import FunctionContext, TensorArgs
+from .exprs import emit_expr
+from .ltypes import I32, I64, PTR, int_const, reg_type
+from .runtime import gomp_parallel, num_threads, omp_num_threads, omp_thread_num, warn_serial
+from .signature import new_function
+
+EmitLoop = Callable[[FunctionContext, For], None]
+# Fields of the context struct after the captures.
+_START, _TRIP, _STATUS = range(3)
+
+
+@dataclass
+class _Plan:
+    """What the loop body takes from outside, in argument order."""
+
+    tensors: list[TensorParam]
+    syms: list[Sym]  # read inside (or copied back): initialized from outside
+    liveout: list[Sym]  # assigned inside and read elsewhere: copied back
+
+    def values(self, cx: FunctionContext) -> list[ir.Value]:
+        """The captured values at the caller: non-constant tensor fields, then syms."""
+        out: list[ir.Value] = []
+        for t in self.tensors:
+            out += [v for v in _tensor_fields(cx.tensor(t)) if not isinstance(v, ir.Constant)]
+        out += [cx.builder.load(cx.slot(s), typ=reg_type(s.type)) for s in self.syms]
+        return out
+
+
+def _tensor_fields(t: TensorArgs) -> list[ir.Value]:
+    return [t.data, *t.sizes, *t.strides]
+
+
+def emit_parallel_for(cx: FunctionContext, loop: For, emit_loop: EmitLoop) -> None:
+    """Emit `loop` (kind 'parallel') at the builder's position, run by a thread team.
+
+    `emit_loop(cx, loop)` emits a serial loop; it builds the outlined body.
+    """
+    plan = _plan(cx, loop)
+    values = plan.values(cx)
+    ctx_type = ir.LiteralStructType([v.type for v in values] + [I64, I64, I32]
+                                    + [reg_type(s.type) for s in plan.liveout])
+    base = _free_name(cx.module, f"{cx.func.name}__par")
+    body = _define_body(cx, loop, plan, values, ctx_type, base + "__body", emit_loop)
+    team = _define_team(cx.module, body, ctx_type, len(values), base)
+    _emit_call_site(cx, loop, plan, values, ctx_type, body, team)
+
+
+def _plan(cx: FunctionContext, loop: For) -> _Plan:
+    used_tensors: set[TensorParam] = set()
+    read: set[Sym] = set()
+    for stmt in walk_stmts(loop.body):
+        if isinstance(stmt, Store):
+            used_tensors.add(stmt.tensor)
+        for e in (x for top in stmt_exprs(stmt) for x in walk_expr(top)):
+            match e:
+                case Var(sym=sym):
+                    read.add(sym)
+                case Load(tensor=t) | Shape(tensor=t):
+                    used_tensors.add(t)
+                case Overlaps(a=a, b=b):
+                    used_tensors.update((a, b))
+    assigned = assigned_syms(loop.body) | {loop.var}
+    outside = _read_outside(cx.kernel.body, loop)
+    liveout = sorted(assigned & outside, key=lambda s: s.id)
+    syms = sorted((read | set(liveout)) - {loop.var}, key=lambda s: s.id)
+    tensors = [t for t in cx.kernel.tensors if t in used_tensors]
+    return _Plan(tensors, syms, liveout)
+
+
+def _read_outside(body, loop: For) -> set[Sym]:
+    """Symbols read by statements of `body` that are not inside `loop`."""
+    out: set[Sym] = set()
+    for stmt in body:
+        if stmt is loop:
+            continue
+        for e in (x for top in stmt_exprs(stmt) for x in walk_expr(top)):
+            if isinstance(e, Var):
+                out.add(e.sym)
+        match stmt:
+            case For(body=inner):
+                out |= _read_outside(inner, loop)
+            case If(then=then, orelse=orelse):
+                out |= _read_outside(then, loop) | _read_outside(orelse, loop)
+    return out
+
+
+def _free_name(module: ir.Module, prefix: str) -> str:
+    n = 0
+    while f"{prefix}{n}" in module.globals:
+        n += 1
+    return f"{prefix}{n}"
+
+
+def _internal(module: ir.Module, ret: ir.Type, args: list[ir.Type], name: str) -> ir.Function:
+    fn = new_function(module, ir.FunctionType(ret, args), name)
+    fn.linkage = "internal"
+    fn.attributes.add("nounwind")
+    return fn
+
+
+def _field(bld: ir.IRBuilder, ctx: ir.Value, ctx_type: ir.Type, index: int) -> ir.Value:
+    """The address of field `index` of the context struct at `ctx`."""
+    return bld.gep(ctx, [int_const(I32, 0), int_const(I32, index)], inbounds=True,
+                   source_etype=ctx_type)
+
+
+def _define_body(cx: FunctionContext, loop: For, plan: _Plan, values: list[ir.Value],
+                 ctx_type: ir.Type, name: str, emit_loop: EmitLoop) -> ir.Function:
+    """The outlined body: iterations k0..k1-1 of `loop`, with private locals."""
+    fn = _internal(cx.module, I32, [v.type for v in values] + [I64, I64, I64, I64, PTR], name)
+    start, k0, k1, trip, ctx = fn.args[len(values):]
+    for arg, label in zip(fn.args[len(values):], ("start", "k0", "k1", "trip", "ctx")):
+        arg.name = label
+    wcx = FunctionContext(fn, cx.kernel)
+    wcx.in_parallel = True  # a parallel loop nested in this one runs serially
+    _bind_captures(cx, wcx, plan, fn.args[: len(values)])
+    bld = wcx.builder
+    run, empty = wcx.new_block("run"), wcx.new_block("empty")
+    bld.cbranch(bld.icmp_signed("<", k0, k1), run, empty)
+    bld.position_at_end(empty)
+    bld.ret(int_const(I32, 0))
+    bld.position_at_end(run)
+    step = int_const(I64, loop.step)
+    first = bld.add(start, bld.mul(k0, step))
+    # The stop is one past the last iteration run: never beyond the loop's own stop.
+    last = bld.add(start, bld.mul(bld.sub(k1, int_const(I64, 1)), step))
+    stop = bld.add(last, int_const(I64, 1 if loop.step > 0 else -1))
+    lo, hi = Sym("lo", INDEX, "local"), Sym("hi", INDEX, "local")
+    bld.store(first, wcx.slot(lo))
+    bld.store(stop, wcx.slot(hi))
+    emit_loop(wcx, replace(loop, start=Var(lo), stop=Var(hi), kind="serial"))
+    if plan.liveout:
+        _copy_back(wcx, plan, ctx, ctx_type, len(values), bld.icmp_unsigned("==", k1, trip))
+    bld.ret(int_const(I32, 0))
+    wcx.finish()
+    return fn
+
+
+def _bind_captures(cx: FunctionContext, wcx: FunctionContext, plan: _Plan, args) -> None:
+    """Give the body's context the captured tensors (constants kept) and syms."""
+    args = iter(args)
+    for t in plan.tensors:
+        fields = [v if isinstance(v, ir.Constant) else next(args) for v in _tensor_fields(cx.tensor(t))]
+        rank = t.rank
+        wcx.tensors[t] = TensorArgs(t, fields[0], fields[1: 1 + rank], fields[1 + rank:])
+        if not isinstance(fields[0], ir.Constant):
+            fields[0].name = t.name
+            if not cx.kernel.options.inplace:
+                # As in the kernel: the entry checks proved outputs overlap nothing.
+                fields[0].add_attribute("noalias")
+    for sym in plan.syms:
+        value = next(args)
+        value.name = sym.name
+        wcx.builder.store(value, wcx.slot(sym))
+
+
+def _copy_back(wcx: FunctionContext, plan: _Plan, ctx: ir.Value, ctx_type: ir.Type,
+               first_field: int, is_last: ir.Value) -> None:
+    """If this block ran the last iteration, store its live-out locals into `ctx`."""
+    bld = wcx.builder
+    copy, done = wcx.new_block("copy_back"), wcx.new_block("copied")
+    bld.cbranch(is_last, copy, done)
+    bld.position_at_end(copy)
+    for k, sym in enumerate(plan.liveout):
+        value = bld.load(wcx.slot(sym), typ=reg_type(sym.type))
+        bld.store(value, _field(bld, ctx, ctx_type, first_field + 3 + k))
+    bld.branch(done)
+    bld.position_at_end(done)
+
+
+def _define_team(module: ir.Module, body: ir.Function, ctx_type: ir.LiteralStructType,
+                 ncaptures: int, name: str) -> ir.Function:
+    """`void name(ptr ctx)`, run by every thread of the team: its block of iterations."""
+    fn = _internal(module, ir.VoidType(), [PTR], name)
+    ctx = fn.args[0]
+    ctx.name = "ctx"
+    bld = ir.IRBuilder(fn.append_basic_block("entry"))
+    elements = ctx_type.elements
+    values = [bld.load(_field(bld, ctx, ctx_type, k), typ=elements[k]) for k in range(ncaptures)]
+    start = bld.load(_field(bld, ctx, ctx_type, ncaptures + _START), typ=I64)
+    trip = bld.load(_field(bld, ctx, ctx_type, ncaptures + _TRIP), typ=I64)
+    tid = bld.zext(bld.call(omp_thread_num(module), []), I64)
+    team = bld.zext(bld.call(omp_num_threads(module), []), I64)
+    # Static schedule: the first trip % team threads take one extra iteration.
+    share, extra = bld.udiv(trip, team), bld.urem(trip, team)
+    has_extra = bld.icmp_unsigned("<", tid, extra)
+    k0 = bld.add(bld.mul(tid, share), bld.select(has_extra, tid, extra))
+    k1 = bld.add(bld.add(k0, share), bld.zext(has_extra, I64))
+    status = bld.call(body, [*values, start, k0, k1, trip, ctx])
+    failed, done = fn.append_basic_block("failed"), fn.append_basic_block("done")
+    bld.cbranch(bld.icmp_signed("!=", status, int_const(I32, 0)), failed, done)
+    bld.position_at_end(failed)
+    # First failure wins; GOMP_parallel's join orders this before the caller's read.
+    word = _field(bld, ctx, ctx_type, ncaptures + _STATUS)
+    bld.cmpxchg(word, int_const(I32, 0), status, "monotonic", "monotonic")
+    bld.branch(done)
+    bld.position_at_end(done)
+    bld.ret_void()
+    return fn
+
+
+def _trip_count(bld: ir.IRBuilder, start: ir.Value, stop: ir.Value, step: int) -> ir.Value:
+    """The number of iterations of range(start, stop, step), as an unsigned i64."""
+    up = step > 0
+    runs = bld.icmp_signed("<" if up else ">", start, stop)
+    span = bld.sub(stop, start) if up else bld.sub(start, stop)  # exact as unsigned
+    count = bld.add(bld.udiv(bld.sub(span, int_const(I64, 1)), int_const(I64, abs(step))),
+                    int_const(I64, 1))
+    return bld.select(runs, count, int_const(I64, 0))
+
+
+def _emit_call_site(cx: FunctionContext, loop: For, plan: _Plan, values: list[ir.Value],
+                    ctx_type: ir.LiteralStructType, body: ir.Function, team: ir.Function) -> None:
+    """Run the loop: on a team when worth it and possible, else by calling `body` once."""
+    bld, module = cx.builder, cx.module
+    n = len(values)
+    ctx = cx.alloca_builder.alloca(ctx_type, name=f"{team.name}.ctx")
+    ctx.type = PTR  # llvmlite would print a typed pointer
+    start = emit_expr(cx, loop.start)
+    trip = _trip_count(bld, start, emit_expr(cx, loop.stop), loop.step)
+    threads = bld.zext(bld.call(num_threads(module, module.triple), []), I64)
+    worth = bld.and_(bld.icmp_unsigned(">", trip, int_const(I64, 1)),
+                     bld.icmp_unsigned(">", threads, int_const(I64, 1)))
+    # Live-outs start as they are: a loop that runs no iteration leaves them so.
+    for k, sym in enumerate(plan.liveout):
+        value = bld.load(cx.slot(sym), typ=reg_type(sym.type))
+        bld.store(value, _field(bld, ctx, ctx_type, n + 3 + k))
+    gomp = gomp_parallel(module)
+    have_gomp = bld.icmp_unsigned("!=", gomp, ir.Constant(PTR, None))
+    check_gomp, on_team = cx.new_block(f"{loop.name}.gomp?"), cx.new_block(f"{loop.name}.team")
+    warn, alone = cx.new_block(f"{loop.name}.nogomp"), cx.new_block(f"{loop.name}.serial")
+    join = cx.new_block(f"{loop.name}.joined")
+    bld.cbranch(worth, check_gomp, alone)
+    bld.position_at_end(check_gomp)
+    bld.cbranch(have_gomp, on_team, warn)
+    bld.position_at_end(warn)
+    bld.call(warn_serial(module), [])
+    bld.branch(alone)
+
+    bld.position_at_end(on_team)
+    for k, value in enumerate([*values, start, trip, int_const(I32, 0)]):
+        bld.store(value, _field(bld, ctx, ctx_type, k))
+    size = bld.trunc(bld.select(bld.icmp_unsigned("<", trip, threads), trip, threads), I32)
+    bld.call(gomp, [team, ctx, size, int_const(I32, 0)])
+    team_status = bld.load(_field(bld, ctx, ctx_type, n + _STATUS), typ=I32)
+    team_end = bld.block
+    bld.branch(join)
+
+    bld.position_at_end(alone)
+    alone_status = bld.call(body, [*values, start, int_const(I64, 0), trip, trip, ctx])
+    bld.branch(join)
+
+    bld.position_at_end(join)
+    status = bld.phi(I32, name=f"{loop.name}.status")
+    status.add_incoming(team_status, team_end)
+    status.add_incoming(alone_status, alone)
+    _return_if_failed(cx, status)
+    for k, sym in enumerate(plan.liveout):
+        value = bld.load(_field(bld, ctx, ctx_type, n + 3 + k), typ=reg_type(sym.type))
+        bld.store(value, cx.slot(sym))
+
+
+def _return_if_failed(cx: FunctionContext, status: ir.Value) -> None:
+    bld = cx.builder
+    failed, ok = cx.new_block("par.failed"), cx.new_block("par.ok")
+    bld.cbranch(bld.icmp_signed("!=", status, int_const(I32, 0)), failed, ok)
+    bld.position_at_end(failed)
+    bld.ret(status)
+    bld.position_at_end(ok)

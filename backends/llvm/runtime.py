@@ -1,0 +1,158 @@
+"""The threading runtime a module with parallel loops links against.
+
+libgomp does the threading: `GOMP_parallel(fn, data, num_threads, flags)` runs
+`fn(data)` on a team and returns when all are done. Its symbols are declared
+`extern_weak`, so a library linked without libgomp still loads; the generated
+code then sees a null `GOMP_parallel`, runs serially and says so once.
+
+Each module also gets two small internal helpers (each `.so` has its own copy,
+and its own cached thread count):
+
+    i32 __dsl_num_threads()   DSL_NUM_THREADS, else OMP_NUM_THREADS, else the
+                              online cores; read once, then cached
+    void __dsl_warn_serial()  the one-time "no libgomp" warning on stderr
+"""
+
+from __future__ import annotations
+
+import llvmlite.ir as ir
+
+from .ltypes import I32, I64, PTR, int_const
+
+GOMP_PARALLEL = "GOMP_parallel"
+NUM_THREADS_FN = "__dsl_num_threads"
+WARN_FN = "__dsl_warn_serial"
+WARNING = "dslc: libgomp not found; parallel loops run on one thread\n"
+ENV_VARS = ("DSL_NUM_THREADS", "OMP_NUM_THREADS")
+# sysconf(_SC_NPROCESSORS_ONLN): the constant differs between C libraries.
+_SC_NPROCESSORS_ONLN = {"linux": 84, "darwin": 58, "apple": 58, "freebsd": 58}
+VOID = ir.VoidType()
+
+
+def _extern(module: ir.Module, name: str, ret: ir.Type, args: list[ir.Type],
+            weak: bool = False) -> ir.Function:
+    """Get or declare the C function `name` (weak: may be missing at run time)."""
+    existing = module.globals.get(name)
+    if existing is not None:
+        return existing
+    fn = ir.Function(module, ir.FunctionType(ret, args), name=name)
+    fn.attributes.add("nounwind")
+    if weak:
+        fn.linkage = "extern_weak"
+    return fn
+
+
+def gomp_parallel(module: ir.Module) -> ir.Function:
+    """`void GOMP_parallel(void (*fn)(void*), void* data, unsigned n, unsigned flags)`, weak."""
+    return _extern(module, GOMP_PARALLEL, VOID, [PTR, PTR, I32, I32], weak=True)
+
+
+def omp_thread_num(module: ir.Module) -> ir.Function:
+    """`int omp_get_thread_num(void)`, weak (only called inside a team)."""
+    return _extern(module, "omp_get_thread_num", I32, [], weak=True)
+
+
+def omp_num_threads(module: ir.Module) -> ir.Function:
+    """`int omp_get_num_threads(void)`, weak (only called inside a team)."""
+    return _extern(module, "omp_get_num_threads", I32, [], weak=True)
+
+
+def _cstring(module: ir.Module, name: str, text: str) -> ir.GlobalVariable:
+    data = bytearray(text.encode() + b"\0")
+    typ = ir.ArrayType(ir.IntType(8), len(data))
+    var = ir.GlobalVariable(module, typ, name=name)
+    var.global_constant = True
+    var.linkage = "private"
+    var.initializer = ir.Constant(typ, data)
+    var.type = PTR  # print as an opaque pointer
+    return var
+
+
+def _internal_global(module: ir.Module, name: str) -> ir.GlobalVariable:
+    var = ir.GlobalVariable(module, I32, name=name)
+    var.linkage = "internal"
+    var.initializer = ir.Constant(I32, 0)
+    var.type = PTR
+    return var
+
+
+def num_threads(module: ir.Module, triple: str) -> ir.Function:
+    """The module's `i32 __dsl_num_threads()` (defined on first request).
+
+    The first call reads the environment; racing first calls compute the same
+    number, so a relaxed atomic store is enough to publish it.
+    """
+    existing = module.globals.get(NUM_THREADS_FN)
+    if existing is not None:
+        return existing
+    fn = ir.Function(module, ir.FunctionType(I32, []), name=NUM_THREADS_FN)
+    fn.linkage = "internal"
+    fn.attributes.add("nounwind")
+    cache = _internal_global(module, NUM_THREADS_FN + ".cached")
+    bld = ir.IRBuilder(fn.append_basic_block("entry"))
+    cached = bld.load_atomic(cache, "monotonic", 4, typ=I32)
+    known, compute = fn.append_basic_block("known"), fn.append_basic_block("compute")
+    bld.cbranch(bld.icmp_signed(">", cached, int_const(I32, 0)), known, compute)
+    bld.position_at_end(known)
+    bld.ret(cached)
+    bld.position_at_end(compute)
+    count = _threads_from_env(module, fn, bld, triple)
+    # (llvmlite's store_atomic wants a typed pointer; an exchange does the same.)
+    bld.atomic_rmw("xchg", cache, count, "monotonic")
+    bld.ret(count)
+    return fn
+
+
+def _threads_from_env(module: ir.Module, fn: ir.Function, bld: ir.IRBuilder,
+                      triple: str) -> ir.Value:
+    """The first positive of atoi(getenv(var)) for ENV_VARS, else the online cores (>= 1)."""
+    getenv = _extern(module, "getenv", PTR, [PTR])
+    atoi = _extern(module, "atoi", I32, [PTR])
+    done = fn.append_basic_block("done")
+    incoming: list[tuple[ir.Value, ir.Block]] = []
+    for var in ENV_VARS:
+        text = bld.call(getenv, [_cstring(module, f"{NUM_THREADS_FN}.{var}", var)])
+        has_text, nxt = fn.append_basic_block(f"{var}.set"), fn.append_basic_block(f"{var}.next")
+        bld.cbranch(bld.icmp_unsigned("!=", text, ir.Constant(PTR, None)), has_text, nxt)
+        bld.position_at_end(has_text)
+        value = bld.call(atoi, [text])
+        incoming.append((value, bld.block))
+        bld.cbranch(bld.icmp_signed(">", value, int_const(I32, 0)), done, nxt)
+        bld.position_at_end(nxt)
+    sysconf = _extern(module, "sysconf", I64, [I32])
+    code = next((c for os_name, c in _SC_NPROCESSORS_ONLN.items() if os_name in triple), 84)
+    cores = bld.trunc(bld.call(sysconf, [int_const(I32, code)]), I32)
+    # sysconf may fail (-1): one thread is always safe.
+    cores = bld.select(bld.icmp_signed(">", cores, int_const(I32, 0)), cores, int_const(I32, 1))
+    incoming.append((cores, bld.block))
+    bld.branch(done)
+    bld.position_at_end(done)
+    phi = bld.phi(I32)
+    for value, block in incoming:
+        phi.add_incoming(value, block)
+    return phi
+
+
+def warn_serial(module: ir.Module) -> ir.Function:
+    """The module's `void __dsl_warn_serial()`: writes WARNING to fd 2 on its first call."""
+    existing = module.globals.get(WARN_FN)
+    if existing is not None:
+        return existing
+    fn = ir.Function(module, ir.FunctionType(VOID, []), name=WARN_FN)
+    fn.linkage = "internal"
+    fn.attributes.add("nounwind")
+    fn.attributes.add("cold")
+    warned = _internal_global(module, WARN_FN + ".done")
+    # write(2) rather than stdio: no FILE* to find, and one call is atomic enough.
+    write = _extern(module, "write", I64, [I32, PTR, I64])
+    bld = ir.IRBuilder(fn.append_basic_block("entry"))
+    before = bld.atomic_rmw("xchg", warned, int_const(I32, 1), "monotonic")
+    first, done = fn.append_basic_block("first"), fn.append_basic_block("done")
+    bld.cbranch(bld.icmp_signed("==", before, int_const(I32, 0)), first, done)
+    bld.position_at_end(first)
+    message = _cstring(module, WARN_FN + ".text", WARNING)
+    bld.call(write, [int_const(I32, 2), message, int_const(I64, len(WARNING.encode()))])
+    bld.branch(done)
+    bld.position_at_end(done)
+    bld.ret_void()
+    return fn
