@@ -9,6 +9,7 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import functools
+import sys
 
 import llvmlite.binding as llvm
 
@@ -31,6 +32,7 @@ class JitLibrary:
         _load_libm()
         prepare(ref, target)
         engine = _engine(ref, target)
+        _add_gomp(engine, target)
         engine.finalize_object()
         return cls(engine)
 
@@ -42,6 +44,7 @@ class JitLibrary:
         empty = llvm.parse_assembly("")
         prepare(empty, target)
         engine = _engine(empty, target)
+        _add_gomp(engine, target)
         object_file = llvm.ObjectFileRef.from_data(obj)
         engine.add_object_file(object_file)
         engine.finalize_object()
@@ -92,3 +95,41 @@ def _load(name: str) -> bool:
     except RuntimeError:
         return False
     return True
+
+
+# What a library linked without libgomp gets: a team of one. MCJIT cannot leave
+# a weak symbol null (a failed lookup leaves *every* external call unresolved),
+# so when libgomp is missing the JIT defines these instead.
+_SERIAL_GOMP = """
+define void @GOMP_parallel(ptr %fn, ptr %data, i32 %n, i32 %flags) {
+  call void %fn(ptr %data)
+  ret void
+}
+define i32 @omp_get_thread_num() {
+  ret i32 0
+}
+define i32 @omp_get_num_threads() {
+  ret i32 1
+}
+"""
+
+
+def _add_gomp(engine: llvm.ExecutionEngine, target: Target) -> None:
+    """Make the GOMP symbols of parallel loops resolvable: libgomp, else a serial stand-in."""
+    if _load_gomp():
+        return
+    _warn_serial()
+    stub = llvm.parse_assembly(_SERIAL_GOMP)
+    prepare(stub, target)
+    engine.add_module(stub)
+
+
+@functools.cache
+def _load_gomp() -> bool:
+    """Load libgomp into the process, visible to the JIT's symbol resolver."""
+    return any(_load(name) for name in ("libgomp.so.1", "libgomp.so", "libgomp.1.dylib"))
+
+
+@functools.cache
+def _warn_serial() -> None:
+    print("dslc: libgomp not found; parallel loops run on one thread", file=sys.stderr)

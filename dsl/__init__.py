@@ -17,7 +17,7 @@ __version__ = "0.1.0"
 _FACE = {
     "kernel": ("dsl.jit", "kernel"),
     "Kernel": ("dsl.jit", "Kernel"),
-    "load": ("dsl.load", "load"),
+    "load": ("dsl.library", "load"),
     "compile_file": ("dsl.pipeline", "compile_file"),
     "CompileOptions": ("dsl.options", "CompileOptions"),
     "CompileError": ("dsl.grammar.diagnostics", "CompileError"),
@@ -25,7 +25,7 @@ _FACE = {
     # every public class must be listed, or `except dsl.KernelError` breaks.
     "KernelError": ("dsl.errors", "KernelError"),
     "InternalError": ("dsl.errors", "InternalError"),
-    "Library": ("dsl.load", "Library"),
+    "Library": ("dsl.library", "Library"),
     "dims": ("dsl.dtypes", "dims"),
     "Dim": ("dsl.dtypes", "Dim"),
 }
@@ -56,26 +56,3 @@ def __getattr__(name: str):
 def __dir__():
     return sorted(list(globals()) + list(_FACE))
 
-
-def _keep_face():
-    """Keep `dsl.load` the function when the submodule `dsl.load` is imported.
-
-    Importing a submodule binds it as an attribute of its package, so once
-    anything ran `from .load import Library` (the decorator does), `dsl.load`
-    would be the module and `dsl.load("k.so")` would fail with "'module' object
-    is not callable". A face name is never rebound to its submodule; the module
-    stays importable (`from dsl.load import Library`, `sys.modules`).
-    """
-    import sys
-    import types
-
-    class Package(types.ModuleType):
-        def __setattr__(self, name, value):
-            if name in _FACE and isinstance(value, types.ModuleType) and value.__name__ == f"dsl.{name}":
-                return
-            super().__setattr__(name, value)
-
-    sys.modules[__name__].__class__ = Package
-
-
-_keep_face()

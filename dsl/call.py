@@ -158,7 +158,7 @@ class Caller:
             else:
                 if type(value) is not np.ndarray:
                     value = arrays[k] = as_array(self.name, p, value)
-                if value.dtype.char != char:
+                if value.dtype.char != char or not value.dtype.isnative:
                     self._reject(p, value)
                 slots[k] = id(value)
             k += 1
@@ -175,7 +175,7 @@ class Caller:
                 k += 1
                 continue
             a = value if type(value) is np.ndarray else as_array(self.name, p, value)
-            if a.dtype.char != char or a.ndim != len(p.dims) or (p.output and not a.flags.writeable) \
+            if a.dtype.char != char or not a.dtype.isnative or a.ndim != len(p.dims) or (p.output and not a.flags.writeable) \
                     or not a.flags.aligned:
                 self._reject(p, a)
             slots[k] = a.ctypes.data
@@ -211,6 +211,8 @@ class Caller:
         want = NUMPY_NAME[p.dtype]
         if a.dtype.char != NUMPY_CHAR[p.dtype]:
             raise TypeError(f"{where} expects an array of {want}, got an array of {a.dtype}")
+        if not a.dtype.isnative:
+            raise TypeError(f"{where} expects {want} in this machine's byte order, got {a.dtype.str}")
         if a.ndim != len(p.dims):
             dims = ", ".join(map(str, p.dims))
             raise ValueError(f"{where} expects {len(p.dims)} dimensions ({p.dtype}[{dims}]), got {a.ndim} "

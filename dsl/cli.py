@@ -63,11 +63,11 @@ def main(file, output, header, emit, triple, cpu, features, opt_level, include, 
         raise click.UsageError("--emit=obj writes a binary file: give -o FILE")
     if emit == "so" and output is None:
         output = Path(file.stem + ".so")
+    if header is not None and emit in ("ast", "typed"):
+        raise click.UsageError(f"-H needs the kernels lowered, but --emit={emit} stops before: "
+                               "use --emit=loops or later")
     names = set(print_after) | ({"all"} if print_after_all else set())
-    unknown = names - set(STAGE_NAMES) - set(SCHEDULE_PASSES) - {"all", "so"}
-    if unknown:
-        raise click.UsageError(f"unknown stage {sorted(unknown)[0]!r} for --print-after; "
-                               f"stages: {', '.join(STAGE_NAMES)}")
+    _check_print_after(names, emit)
     opts = from_env(CompileOptions(opt_level=opt_level, triple=triple, cpu=cpu, features=features,
                                    print_after=frozenset(names), dump_dir=dump_dir,
                                    include_paths=tuple(include)))
@@ -82,6 +82,22 @@ def main(file, output, header, emit, triple, cpu, features, opt_level, include, 
     except OSError as err:
         click.echo(f"dslc: {err}", err=True)
         sys.exit(1)
+
+
+def _check_print_after(names: set[str], emit: str) -> None:
+    """Every --print-after name is a printable stage (or schedule directive) that
+    this compile reaches."""
+    printable = [n for n in STAGE_NAMES if n != "obj"]
+    for name in sorted(names - {"all"}):
+        if name in ("obj", "so"):
+            raise click.UsageError(f"--print-after={name}: {name} is binary and is not printed; "
+                                   "use --dump-dir to keep the object file")
+        if name not in printable and name not in SCHEDULE_PASSES:
+            raise click.UsageError(f"unknown stage {name!r} for --print-after; stages: {', '.join(printable)}")
+        stage = "schedule" if name in SCHEDULE_PASSES else name
+        last = "obj" if emit == "so" else emit
+        if STAGE_NAMES.index(stage) > STAGE_NAMES.index(last):
+            raise click.UsageError(f"--print-after={name} would print nothing: --emit={emit} stops before it")
 
 
 def _compile(file: Path, output: Path | None, header: Path | None, emit: str, opts: CompileOptions) -> None:

@@ -30,7 +30,7 @@ class InterpretedCaller(Caller):
                 values[p.name] = value
                 continue
             a = as_array(self.name, p, value)
-            if a.dtype.char != char or a.ndim != len(p.dims) or (p.output and not a.flags.writeable) \
+            if a.dtype.char != char or not a.dtype.isnative or a.ndim != len(p.dims) or (p.output and not a.flags.writeable) \
                     or not a.flags.aligned:  # rejected like a compiled call, though numpy would cope
                 self._reject(p, a)
             if not a.dtype.isnative:

@@ -26,7 +26,7 @@ from dsl.lowering import ir
 
 from . import options as options_mod
 from .cache import DiskCache, make_key
-from .load import Library
+from .library import Library
 from .frontend import Frontend
 from .metadata import kernel_spec
 from .pysource import function_source, referenced_names

@@ -1,7 +1,7 @@
 """The source of a Python function, as the kernel language sees it.
 
 The decorator hands the function's own text to the one grammar: decorators are
-cut off (they are Python's business), the text is dedented, and the `Source`
+cut off (they are Python's business), and the `Source`
 keeps the file's name and line numbers so messages point into the `.py` file.
 """
 
@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import inspect
 import re
-import textwrap
 
 from dsl.grammar.diagnostics import Source
 
-_DEF = re.compile(r"^def\s", re.MULTILINE)
+_DEF = re.compile(r"^[ \t]*def\s", re.MULTILINE)
 
 
 def function_source(fn) -> Source:
@@ -22,7 +21,9 @@ def function_source(fn) -> Source:
     except (OSError, TypeError) as exc:
         raise TypeError(f"@dsl.kernel needs the source of '{getattr(fn, '__name__', fn)}', "
                         f"which Python cannot find ({exc}); define it in a file") from None
-    text = textwrap.dedent("".join(lines))
+    # Not dedented: the grammar takes the first line's indentation as the base
+    # level, and unchanged text keeps columns right in messages.
+    text = "".join(lines)
     match = _DEF.search(text)
     if match is None:
         raise TypeError(f"@dsl.kernel: cannot find 'def' in the source of '{fn.__name__}'")

@@ -7,8 +7,10 @@ which may still hold index-notation statements (`IndexStore`) and reductions
 `lowering.verify` states the invariants of each level.
 
 Variables are unique `Sym`s (compared by identity), so a transform that copies or
-renames code cannot capture a name. Every value has a `ScalarType`; `lanes` is 1
-for scalars (vector values arrive with the `vectorize` transform).
+renames code cannot capture a name. Every value has a `ScalarType` (its element
+type); vector values (from the `vectorize` transform) have `lanes > 1`, computed
+by `lowering.vector.lanes_of`: a `Ramp`, a `Broadcast`, a vector local, or any
+operation with a vector operand (scalar operands are broadcast implicitly).
 
     expr := Const | Var | Shape | Load | Binary | Unary | Cast | Call | Select
           | Overlaps | Reduce (kernel IR only)
@@ -39,6 +41,7 @@ class Sym:
     type: ScalarType
     role: str
     id: int = field(default_factory=lambda: next(_ids))
+    lanes: int = field(default=1, kw_only=True)  # > 1: a vector local (vectorize)
 
     def __repr__(self) -> str:
         return f"{self.name}#{self.id}"
@@ -88,6 +91,41 @@ class Load:
     type: ScalarType
     span: Span | None = None
     safe: bool = False  # proven in bounds (set by `guard.mark_proven`)
+    mask: "Expr | None" = None  # vector loads: only lanes where the mask is true
+
+
+@dataclass(frozen=True, slots=True)
+class Ramp:
+    """The i64 vector (base, base + stride, ..., base + (lanes - 1) * stride)."""
+
+    base: "Expr"
+    stride: int
+    lanes: int
+    span: Span | None = None
+    type: ScalarType = I64
+
+
+@dataclass(frozen=True, slots=True)
+class Broadcast:
+    """A scalar repeated in every lane."""
+
+    value: "Expr"
+    lanes: int
+    span: Span | None = None
+
+    @property
+    def type(self) -> ScalarType:
+        return self.value.type
+
+
+@dataclass(frozen=True, slots=True)
+class HReduce:
+    """The lanes of a vector combined with `op` (+, *, min, max) into a scalar."""
+
+    op: str
+    value: "Expr"
+    type: ScalarType
+    span: Span | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,7 +202,8 @@ class Reduce:
     span: Span | None = None
 
 
-Expr = Const | Var | Shape | Load | Binary | Unary | Cast | Fma | Select | Overlaps | Reduce
+Expr = (Const | Var | Shape | Load | Binary | Unary | Cast | Fma | Select | Overlaps | Reduce
+        | Ramp | Broadcast | HReduce)
 
 # ------------------------------------------------------------------ statements
 
@@ -211,6 +250,7 @@ class Store:
     value: Expr
     span: Span | None = None
     safe: bool = False  # proven in bounds (set by `guard.mark_proven`)
+    mask: Expr | None = None  # vector stores: only lanes where the mask is true
 
 
 @dataclass(frozen=True, slots=True)

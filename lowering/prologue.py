@@ -43,7 +43,7 @@ def _overlap_checks(kernel: ir.Kernel, checks: list[ir.CheckInfo]) -> list[ir.St
             if other is out or (other.is_output and j < i):
                 continue
             msg = (f"output '{out.name}' shares memory with '{other.name}'; outputs must not overlap "
-                   "other arguments (mark the kernel @options(inplace=True) if it is safe)")
+                   "other arguments (unless the kernel is declared safe in place: inplace=True)")
             checks.append(ir.CheckInfo("overlap", msg, out.span, (out.name, other.name)))
             overlaps = ir.Overlaps(out, other, out.span)
             cond = ir.Unary("not", overlaps, BOOL, out.span)

@@ -19,8 +19,9 @@ StmtFn = Callable[[ir.Stmt], "ir.Stmt | list[ir.Stmt] | None"]
 
 def map_expr(e: ir.Expr, fn: ExprFn) -> ir.Expr:
     match e:
-        case ir.Load(_, indices):
-            e = replace(e, indices=tuple(map_expr(i, fn) for i in indices))
+        case ir.Load(_, indices, mask=mask):
+            e = replace(e, indices=tuple(map_expr(i, fn) for i in indices),
+                        mask=None if mask is None else map_expr(mask, fn))
         case ir.Binary(_, lhs, rhs):
             e = replace(e, lhs=map_expr(lhs, fn), rhs=map_expr(rhs, fn))
         case ir.Unary(_, operand):
@@ -34,6 +35,12 @@ def map_expr(e: ir.Expr, fn: ExprFn) -> ir.Expr:
         case ir.Reduce(_, indices, body):
             idx = tuple((s, map_expr(x, fn)) for s, x in indices)
             e = replace(e, indices=idx, body=map_expr(body, fn))
+        case ir.Ramp(base):
+            e = replace(e, base=map_expr(base, fn))
+        case ir.Broadcast(value):
+            e = replace(e, value=map_expr(value, fn))
+        case ir.HReduce(_, value):
+            e = replace(e, value=map_expr(value, fn))
     return fn(e)
 
 
@@ -63,8 +70,9 @@ def _map_children(s: ir.Stmt, expr_fn, stmt_fn) -> ir.Stmt:
                            orelse=map_stmts(orelse, expr_fn, stmt_fn))
         case ir.Assign(_, value):
             return replace(s, value=ex(value))
-        case ir.Store(_, indices, value):
-            return replace(s, indices=tuple(ex(i) for i in indices), value=ex(value))
+        case ir.Store(_, indices, value, mask=mask):
+            return replace(s, indices=tuple(ex(i) for i in indices), value=ex(value),
+                           mask=None if mask is None else ex(mask))
         case ir.Check(cond):
             return replace(s, cond=ex(cond))
         case ir.IndexStore(indices, store):
@@ -75,8 +83,8 @@ def _map_children(s: ir.Stmt, expr_fn, stmt_fn) -> ir.Stmt:
 
 def child_exprs(e: ir.Expr) -> tuple[ir.Expr, ...]:
     match e:
-        case ir.Load(_, indices):
-            return indices
+        case ir.Load(_, indices, mask=mask):
+            return indices if mask is None else (*indices, mask)
         case ir.Binary(_, lhs, rhs):
             return (lhs, rhs)
         case ir.Unary(_, operand) | ir.Cast(operand):
@@ -85,6 +93,8 @@ def child_exprs(e: ir.Expr) -> tuple[ir.Expr, ...]:
             return (a, b, c)
         case ir.Reduce(_, indices, body):
             return (*(x for _, x in indices), body)
+        case ir.Ramp(base) | ir.Broadcast(base) | ir.HReduce(_, base):
+            return (base,)
     return ()
 
 
@@ -106,8 +116,8 @@ def stmt_exprs(s: ir.Stmt) -> tuple[ir.Expr, ...]:
             return (cond,)
         case ir.Assign(_, value):
             return (value,)
-        case ir.Store(_, indices, value):
-            return (*indices, value)
+        case ir.Store(_, indices, value, mask=mask):
+            return (*indices, value) if mask is None else (*indices, value, mask)
         case ir.Check(cond):
             return (cond,)
         case ir.IndexStore(indices, store):

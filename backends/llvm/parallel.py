@@ -174,15 +174,20 @@ def _define_body(cx: FunctionContext, loop: For, plan: _Plan, values: list[ir.Va
 def _bind_captures(cx: FunctionContext, wcx: FunctionContext, plan: _Plan, args) -> None:
     """Give the body's context the captured tensors (constants kept) and syms."""
     args = iter(args)
+    noalias = not cx.kernel.options.inplace  # as in the kernel: the entry checks proved it
     for t in plan.tensors:
-        fields = [v if isinstance(v, ir.Constant) else next(args) for v in _tensor_fields(cx.tensor(t))]
+        fields = []
+        for k, outer in enumerate(_tensor_fields(cx.tensor(t))):
+            if isinstance(outer, ir.Constant):
+                fields.append(outer)
+                continue
+            arg = next(args)
+            arg.name = outer.name
+            if k == 0 and noalias:
+                arg.add_attribute("noalias")
+            fields.append(arg)
         rank = t.rank
         wcx.tensors[t] = TensorArgs(t, fields[0], fields[1: 1 + rank], fields[1 + rank:])
-        if not isinstance(fields[0], ir.Constant):
-            fields[0].name = t.name
-            if not cx.kernel.options.inplace:
-                # As in the kernel: the entry checks proved outputs overlap nothing.
-                fields[0].add_attribute("noalias")
     for sym in plan.syms:
         value = next(args)
         value.name = sym.name

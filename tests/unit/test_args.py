@@ -168,8 +168,6 @@ def test_keywords_bind_like_python(kernels):
     np.testing.assert_array_equal(o, 2 * x + y)
 
 
-@pytest.mark.xfail(strict=True, reason="dsl/call.py Caller.__call__ compares dtype.char only, which ignores byte "
-                                        "order: a '>f4' array passes as f32 and its bytes are read swapped")
 def test_non_native_byte_order_is_rejected_compiled():
     k = dsl.kernel(double, interpret=False)
     with pytest.raises(TypeError, match=r"double\(\).*'x'"):

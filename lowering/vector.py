@@ -1,0 +1,27 @@
+"""Vector values in the loop IR: how many lanes an expression has.
+
+A `Ramp` or `Broadcast` has its own lane count, a `Var` that of its symbol, and
+any other operation that of its widest operand (every vector operand of one
+operation has the same count; scalar operands are broadcast implicitly). An
+`HReduce`, a `Shape` and a constant are scalars.
+"""
+
+from __future__ import annotations
+
+from . import ir
+from .rewrite import child_exprs
+
+
+def lanes_of(e: ir.Expr) -> int:
+    match e:
+        case ir.Ramp(lanes=lanes) | ir.Broadcast(lanes=lanes):
+            return lanes
+        case ir.Var(sym):
+            return sym.lanes
+        case ir.HReduce() | ir.Const() | ir.Shape() | ir.Overlaps():
+            return 1
+    return max((lanes_of(c) for c in child_exprs(e)), default=1)
+
+
+def is_vector(e: ir.Expr) -> bool:
+    return lanes_of(e) > 1

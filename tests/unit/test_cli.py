@@ -1,0 +1,245 @@
+"""`dslc`, the command line: every --emit stage, the outputs it writes, the
+printing and dumping switches, and the exit status of each kind of failure."""
+
+from __future__ import annotations
+
+import ctypes
+import subprocess
+import sys
+from pathlib import Path
+
+import llvmlite.binding as llvm
+import pytest
+from click.testing import CliRunner
+
+from dsl.cli import main
+from dsl.pipeline import STAGE_NAMES
+
+ROOT = Path(__file__).resolve().parents[2]
+SAXPY = ROOT / "examples" / "saxpy.tk"
+ROW_SUMS = ROOT / "examples" / "row_sums.tk"
+
+BROKEN = """\
+def f(x: f32[N], y: i32[N]):
+    for i in range(N):
+        y[i] = x[i]
+        z = undefined_name + 1
+"""
+
+
+def dslc(*args):
+    """Run `dslc ARGS` in this process; stdout and stderr stay apart."""
+    return CliRunner().invoke(main, [str(a) for a in args], catch_exceptions=False)
+
+
+def is_elf(path: Path, kind: int) -> bool:
+    """ELF magic and e_type (1 relocatable, 3 shared object)."""
+    data = path.read_bytes()
+    return data[:4] == b"\x7fELF" and int.from_bytes(data[16:18], "little") == kind
+
+
+# ------------------------------------------------------------------ help
+
+
+def test_help_documents_every_option():
+    result = dslc("--help")
+    assert result.exit_code == 0
+    for option in ("--emit", "--target", "-O", "--cpu", "--features", "-H", "--header", "-o",
+                   "--print-after", "--print-after-all", "--dump-dir"):
+        assert option in result.stdout, option
+    for stage in ("ast", "typed", "loops", "llvm", "asm", "obj", "so"):
+        assert stage in result.stdout, stage
+
+
+# ------------------------------------------------------------------ --emit
+
+
+def test_emit_ast_prints_the_syntax_tree():
+    result = dslc(SAXPY, "--emit=ast")
+    assert result.exit_code == 0, result.stderr
+    assert "FunctionDef saxpy" in result.stdout and "Param alpha: f32" in result.stdout
+    assert "For i in range(N)" in result.stdout
+
+
+def test_emit_typed_prints_kernel_ir_with_index_notation():
+    result = dslc(ROOT / "examples" / "matmul_index.tk", "--emit=typed")
+    assert result.exit_code == 0, result.stderr
+    assert "kernel matmul_index(A: f32[M, K], B: f32[K, N], C: f32[M, N] out)" in result.stdout
+    assert "sum[k < K]" in result.stdout and "for m < M, n < N" in result.stdout
+    assert "check" not in result.stdout  # entry checks arrive with the loop IR
+
+
+def test_emit_loops_prints_loop_ir_with_entry_checks():
+    result = dslc(SAXPY, "--emit=loops")
+    assert result.exit_code == 0, result.stderr
+    assert "N = shape(x, 0)" in result.stdout
+    assert "check shape(y, 0) == N else #0" in result.stdout
+    assert "for i in range(0, N):" in result.stdout
+
+
+def test_emit_llvm_is_a_valid_module():
+    result = dslc(SAXPY, "--emit=llvm", "-O0")
+    assert result.exit_code == 0, result.stderr
+    module = llvm.parse_assembly(result.stdout)
+    module.verify()
+    assert module.get_function("saxpy").name == "saxpy"
+    assert "define" in result.stdout and "@saxpy(" in result.stdout
+
+
+def test_emit_asm_defines_the_kernel_symbol():
+    result = dslc(SAXPY, "--emit=asm")
+    assert result.exit_code == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert "saxpy:" in lines
+    assert any(line.split() == [".globl", "saxpy"] for line in lines)
+
+
+@pytest.mark.parametrize("level", ["-O0", "-O3"])
+def test_each_optimization_level_builds_a_module(level, tmp_path):
+    out = tmp_path / "saxpy.ll"
+    result = dslc(SAXPY, level, "-o", out)
+    assert result.exit_code == 0, result.stderr
+    llvm.parse_assembly(out.read_text()).verify()
+
+
+def test_o0_and_o3_differ():
+    plain = dslc(SAXPY, "--emit=asm", "-O0").stdout
+    optimized = dslc(SAXPY, "--emit=asm", "-O3").stdout
+    assert plain != optimized
+
+
+def test_emit_obj_writes_an_elf_object(tmp_path):
+    out = tmp_path / "x.o"
+    result = dslc(SAXPY, "--emit=obj", "-o", out)
+    assert result.exit_code == 0, result.stderr
+    assert is_elf(out, kind=1)
+
+
+def test_emit_obj_needs_an_output_file():
+    result = dslc(SAXPY, "--emit=obj")
+    assert result.exit_code == 2
+    assert "-o" in result.stderr
+
+
+def test_shared_object_exports_kernels_and_metadata(tmp_path):
+    out = tmp_path / "row_sums.so"
+    result = dslc(ROW_SUMS, "-o", out)
+    assert result.exit_code == 0, result.stderr
+    assert is_elf(out, kind=3)
+    lib = ctypes.CDLL(str(out))
+    for name in ("row_sums", "row_sums_f64", "__dsl_metadata"):
+        assert hasattr(lib, name), name
+    meta = getattr(lib, "__dsl_metadata")
+    meta.restype = ctypes.c_char_p
+    text = meta().decode()
+    assert '"name":"row_sums"' in text and '"name":"row_sums_f64"' in text
+
+
+def test_nm_lists_one_symbol_per_kernel(tmp_path):
+    out = tmp_path / "row_sums.so"
+    assert dslc(ROW_SUMS, "-o", out).exit_code == 0
+    try:
+        nm = subprocess.run(["nm", "-D", "--defined-only", str(out)], capture_output=True, text=True, check=True)
+    except FileNotFoundError:
+        pytest.skip("nm is not installed")
+    exported = {line.split()[-1] for line in nm.stdout.splitlines() if " T " in line}
+    assert {"row_sums", "row_sums_f64", "__dsl_metadata"} <= exported
+
+
+def test_text_stage_written_with_o(tmp_path):
+    out = tmp_path / "saxpy.loops"
+    result = dslc(SAXPY, "--emit=loops", "-o", out)
+    assert result.exit_code == 0 and result.stdout == ""
+    assert out.read_text().startswith("kernel saxpy(")
+
+
+# ---------------------------------------------------- printing and dumping
+
+
+def test_print_after_guard_goes_to_stderr(tmp_path):
+    result = dslc(SAXPY, "--print-after=guard", "-o", tmp_path / "s.so")
+    assert result.exit_code == 0
+    assert result.stdout == ""
+    assert "// ----- after guard -----" in result.stderr
+    assert "kernel saxpy(" in result.stderr
+    assert "after loops" not in result.stderr
+
+
+def test_print_after_all_prints_every_text_stage(tmp_path):
+    result = dslc(SAXPY, "--print-after-all", "-o", tmp_path / "s.so")
+    assert result.exit_code == 0
+    assert result.stdout == ""
+    for stage in STAGE_NAMES:
+        if stage != "obj":
+            assert f"// ----- after {stage} -----" in result.stderr, stage
+    assert "after obj" not in result.stderr
+
+
+def test_dump_dir_writes_one_numbered_file_per_stage(tmp_path):
+    dump = tmp_path / "dump"
+    result = dslc(SAXPY, "--dump-dir", dump, "-o", tmp_path / "s.so")
+    assert result.exit_code == 0, result.stderr
+    files = sorted(p.name for p in dump.iterdir())
+    expected = [f"{k:02d}-{stage}.{'o' if stage == 'obj' else 'txt'}" for k, stage in enumerate(STAGE_NAMES)]
+    assert files == expected
+    assert (dump / files[0]).read_text().startswith("FunctionDef saxpy")
+    assert is_elf(dump / files[-1], kind=1)
+
+
+def test_dump_dir_stops_with_emit(tmp_path):
+    dump = tmp_path / "dump"
+    assert dslc(SAXPY, "--emit=loops", "--dump-dir", dump).exit_code == 0
+    assert sorted(p.name for p in dump.iterdir()) == ["00-ast.txt", "01-typed.txt", "02-loops.txt"]
+
+
+# ------------------------------------------------------------------ failures
+
+
+def test_program_errors_exit_1_with_located_messages(tmp_path):
+    bad = tmp_path / "bad.tk"
+    bad.write_text(BROKEN)
+    result = dslc(bad, "-o", tmp_path / "bad.so")
+    assert result.exit_code == 1
+    assert f"{bad}:3:16: error: store to 'y'" in result.stderr
+    assert f"{bad}:4:13: error: name 'undefined_name' is not defined" in result.stderr
+    assert "Traceback" not in result.stderr and ".py" not in result.stderr
+    assert not (tmp_path / "bad.so").exists()
+
+
+def test_program_errors_in_a_real_process(tmp_path):
+    bad = tmp_path / "bad.tk"
+    bad.write_text(BROKEN)
+    proc = subprocess.run([sys.executable, "-m", "dsl.cli", str(bad), "--emit=loops"],
+                          capture_output=True, text=True, cwd=tmp_path)
+    assert proc.returncode == 1
+    assert proc.stdout == ""
+    assert "bad.tk:3:16: error:" in proc.stderr and "2 errors generated." in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_missing_file_is_a_usage_error(tmp_path):
+    result = dslc(tmp_path / "nope.tk")
+    assert result.exit_code == 2
+    assert "nope.tk" in result.stderr and "does not exist" in result.stderr
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--print-after=bogus"], "unknown stage 'bogus'"),
+    (["--print-after=obj", "-o", "x.so"], "binary"),
+    (["--print-after=llvm", "--emit=loops"], "--emit=loops stops before it"),
+    (["--emit=typed", "-H", "x.h"], "-H needs the kernels lowered"),
+    (["--emit=bogus"], "bogus"),
+    (["-O4"], "4"),
+])
+def test_bad_usage_exits_2(args, message, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    result = dslc(SAXPY, *args)
+    assert result.exit_code == 2
+    assert message in result.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_unwritable_output_exits_1_without_traceback(tmp_path):
+    result = dslc(SAXPY, "--emit=loops", "-o", tmp_path / "no" / "such" / "dir" / "x.txt")
+    assert result.exit_code == 1
+    assert result.stderr.startswith("dslc: ") and "Traceback" not in result.stderr
