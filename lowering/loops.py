@@ -135,6 +135,8 @@ def _reduce(e: ir.Reduce, pre: list[ir.Stmt]) -> ir.Expr:
 def identity(op: str, t: ScalarType):
     if op == "sum":
         return 0.0 if t.is_float else 0
+    if op == "prod":
+        return 1.0 if t.is_float else 1
     if t.is_float:
         return -math.inf if op == "max" else math.inf
     bits = t.bits - 1 if t.is_signed else t.bits

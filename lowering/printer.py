@@ -215,12 +215,14 @@ class _Printer:
         name = self.names(sym)
         if sym.role == "local" and sym not in self.declared:
             self.declared.add(sym)
-            return f"{name}: {sym.type}"
+            lanes = f" x {sym.lanes}" if sym.lanes > 1 else ""
+            return f"{name}: {sym.type}{lanes}"
         return name
 
     def store(self, s: ir.Store) -> str:
         dest = self.subscript(s.tensor, s.indices)
-        return f"{dest} = {self.expr(s.value, value_type(s.tensor.dtype))}"
+        where = "" if s.mask is None else f" where {self.expr(s.mask, BOOL)}"
+        return f"{dest} = {self.expr(s.value, value_type(s.tensor.dtype))}{where}"
 
     def subscript(self, tensor: ir.TensorParam, indices) -> str:
         return f"{tensor.name}[{', '.join(self.expr(i, I64) for i in indices)}]"
@@ -242,8 +244,16 @@ class _Printer:
                 return self.names(sym), ATOM
             case ir.Shape(tensor, axis):
                 return f"shape({tensor.name}, {axis})", ATOM
+            case ir.Load(tensor, indices, mask=mask) if mask is not None:
+                return f"{self.subscript(tensor, indices)}.where({self.expr(mask, BOOL)})", ATOM
             case ir.Load(tensor, indices):
                 return self.subscript(tensor, indices), ATOM
+            case ir.Ramp(base, stride, lanes):
+                return f"ramp({self.expr(base, I64)}, {stride}, {lanes})", ATOM
+            case ir.Broadcast(value, lanes):
+                return f"broadcast({self.expr(value)}, {lanes})", ATOM
+            case ir.HReduce(op, value, t):
+                return f"hreduce_{_HREDUCE_NAMES[op]}({self.expr(value, t)})", ATOM
             case ir.Binary():
                 return self.binary(e)
             case ir.Unary():
@@ -297,6 +307,9 @@ class _Printer:
         if t != (expected or _default_type(t)):
             text = f"{text}_{t}"
         return text, (UNARY if text.startswith("-") else ATOM)
+
+
+_HREDUCE_NAMES = {"+": "sum", "*": "prod", "min": "min", "max": "max"}
 
 
 def _paren(text: str, needed: bool) -> str:

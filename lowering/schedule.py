@@ -46,6 +46,7 @@ SIGNATURES: dict[str, tuple[int | None, tuple[int, ...], tuple[str, ...]]] = {
     "unroll": (1, (0, 1), ()),
     "parallel": (1, (0,), ()),
     "fuse": (2, (0,), ()),
+    "vectorize": (1, (0, 1), ("tail",)),
 }
 TAILS = ("peel", "mask")
 
@@ -115,4 +116,5 @@ def _describe(name: str) -> str:
         "unroll": "a loop and an optional factor: unroll(k) or unroll(k, 4)",
         "parallel": "one loop: parallel(i)",
         "fuse": "two adjacent loops: fuse(i, j)",
+        "vectorize": "a loop and an optional width: vectorize(i) or vectorize(i, 8)",
     }[name]

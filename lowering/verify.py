@@ -30,7 +30,8 @@ import numbers
 
 from . import ir
 from .printer import format_node, kernel_namer
-from .rewrite import walk_stmts
+from .rewrite import child_exprs, walk_stmts
+from .vector import lanes_of
 from .types import BOOL, F16, I64, ScalarType, value_type
 
 LEVELS = ("kernel", "loops")
@@ -136,6 +137,8 @@ class _Verifier:
             case ir.Assign(sym, value):
                 self.expect(sym.role in ("local", "dim"), s, f"assigns to a {sym.role} symbol")
                 self.typed(value, sym.type, s, f"the value assigned to a {sym.type} variable")
+                self.expect(lanes_of(value) in (1, sym.lanes) and (sym.lanes > 1 or lanes_of(value) == 1), s,
+                            f"a {lanes_of(value)}-lane value assigned to a {sym.lanes}-lane variable")
             case ir.Store():
                 self.store(s)
             case ir.Check(cond, code):
@@ -167,6 +170,10 @@ class _Verifier:
 
     def store(self, s: ir.Store) -> None:
         self.expect(s.tensor.is_output, s, f"stores to input tensor '{s.tensor.name}'")
+        widths = {lanes_of(x) for x in (*s.indices, s.value)} - {1}
+        self.expect(len(widths) <= 1, s, f"store operands with different lane counts {sorted(widths)}")
+        if s.mask is not None:
+            self.typed(s.mask, BOOL, s, "a store mask")
         self.access(s, s.tensor, s.indices)
         self.typed(s.value, value_type(s.tensor.dtype), s, f"the value stored to {s.tensor.dtype} '{s.tensor.name}'")
 
@@ -234,9 +241,27 @@ class _Verifier:
                 self.expect(t == BOOL, e, "overlaps() has type bool")
             case ir.Reduce():
                 self.reduce(e)
+            case ir.Ramp(base, _, lanes) | ir.Broadcast(base, lanes):
+                self.expr(base)
+                self.expect(lanes_of(base) == 1 and 2 <= lanes, e, "ramp/broadcast needs a scalar and >= 2 lanes")
+                self.expect(not isinstance(e, ir.Ramp) or base.type == I64, e, "a ramp is i64")
+            case ir.HReduce(op, value):
+                self.typed(value, t, e, "the vector reduced")
+                self.expect(op in ("+", "*", "min", "max") and lanes_of(value) > 1, e,
+                            "hreduce combines the lanes of a vector with + * min or max")
             case _:
                 self.fail(e, f"unknown expression {type(e).__name__}")
+        self.lanes(e)
         return t
+
+    def lanes(self, e) -> None:
+        """Vector operands of one operation have one lane count (scalars broadcast)."""
+        widths = {lanes_of(c) for c in child_exprs(e)} - {1}
+        if isinstance(e, (ir.Ramp, ir.Broadcast, ir.HReduce)):
+            return
+        self.expect(len(widths) <= 1, e, f"operands with different lane counts {sorted(widths)}")
+        if isinstance(e, ir.Load) and e.mask is not None:
+            self.typed(e.mask, BOOL, e, "a load mask")
 
     def const(self, e: ir.Const) -> None:
         t, v = e.type, e.value

@@ -13,10 +13,10 @@ from dsl.grammar.diagnostics import CompileError, Diagnostic
 
 from .. import ir
 from ..verify import verify
-from . import fuse, parallel, reorder, split, tile, unroll
+from . import fuse, parallel, reorder, split, tile, unroll, vectorize
 from .nest import ScheduleError
 
-PASSES = {p.name: p for p in (split, tile, reorder, unroll, parallel, fuse)}
+PASSES = {p.name: p for p in (split, tile, reorder, unroll, parallel, fuse, vectorize)}
 
 
 def apply_schedule(kernel: ir.Kernel, after=None, check: bool = True) -> ir.Kernel:

@@ -73,6 +73,11 @@ def carried_local(body) -> ir.Sym | None:
     return _first_carried(body, set(), assigned_anywhere)
 
 
+def is_carried(body, sym: ir.Sym) -> bool:
+    """Is `sym` read before it is assigned in some iteration of `body`?"""
+    return _first_carried(body, set(), {sym}) is not None
+
+
 def _first_carried(body, assigned: set, candidates: set):
     assigned = set(assigned)
     for s in body:

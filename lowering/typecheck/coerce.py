@@ -123,8 +123,12 @@ def unify(a: TExpr, b: TExpr, bag: DiagnosticBag, span: Span, op: str):
     else:
         target = common_type(a.type, b.type)
     if target is None:
-        left, right = a.type, b.type
+        left, right = _describe(a), _describe(b)
         bag.error(span, f"operands of '{op}' have types {left} and {right} with no lossless common type",
                   "cast one side explicitly")
         return None, None, None
     return target, coerce(a, target, bag, span, f"left operand of '{op}'"), coerce(b, target, bag, span, f"right operand of '{op}'")
+
+
+def _describe(te: TExpr) -> str:
+    return f"a {te.weak} literal" if te.weak else str(te.type)

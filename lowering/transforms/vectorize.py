@@ -1,0 +1,234 @@
+"""`vectorize(i)`: the iterations of loop `i` become the lanes of vector values;
+`vectorize(i, w)` first splits `i` by `w` (peeled tail) and vectorizes `i.inner`.
+
+    for i.inner in range(0, 8):            y[b + ramp(0, 1, 8)] =
+        y[b + i.inner] = a * x[b + i.inner]      a * x[b + ramp(0, 1, 8)]
+
+The loop needs a constant trip count (its lane count, 2 to 64), or the masked
+tail of a split (`range(0, min(w, n))`): then lanes past `n` are masked off.
+Loads and stores whose index moves with `i` become vector loads and stores (the
+back-end emits contiguous ones where the innermost stride is 1, else gathers).
+
+Legal when different iterations touch different elements of every tensor the
+loop writes (see dependence.py), and every local is private to an iteration,
+except reductions: `acc = acc + e` (and `*`, `min`, `max`) and `T[j] = T[j] + e`
+at an index that does not move with `i` become one horizontal reduction of the
+vector `e` — reordering a float sum, so those need `@options(reassociate=True)`.
+Every access must already be proven in bounds (vector code has no per-lane checks).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from .. import ir
+from ..rewrite import map_expr, stmt_exprs, walk_expr, walk_stmts
+from ..types import BOOL
+from ..vector import lanes_of
+from .dependence import is_carried, separated_by
+from .nest import ScheduleError, find_loop, replace_loop
+from .split import split_loop
+
+name = "vectorize"
+MAX_LANES = 64
+REDUCIBLE = ("+", "*", "min", "max")
+
+
+def run(kernel: ir.Kernel, d) -> ir.Kernel:
+    loop = find_loop(kernel.body, d.loops[0].name, d.loops[0].span)
+    if d.ints:
+        main, *tail = split_loop(loop, d.ints[0], d.option("tail", "peel"), d.span)
+        inner = main.body[0]
+        vector = Vectorizer(kernel, inner, d.span).run()
+        new = [replace(main, body=tuple(vector)), *tail]
+    else:
+        new = Vectorizer(kernel, loop, d.span).run()
+    return replace(kernel, body=replace_loop(kernel.body, loop, new))
+
+
+class Vectorizer:
+    def __init__(self, kernel: ir.Kernel, loop: ir.For, span):
+        self.kernel, self.loop, self.span = kernel, loop, span
+        self.lanes, self.mask = self._shape(loop)
+        self.ramp = ir.Ramp(loop.start, 1, self.lanes, loop.span)
+        self.vector_locals: dict[ir.Sym, ir.Sym] = {}
+        self.what = f"vectorize '{loop.name}'"
+
+    def _shape(self, loop: ir.For) -> tuple[int, ir.Expr | None]:
+        if loop.step != 1:
+            raise ScheduleError(self.span, f"cannot vectorize '{loop.name}': its step is {loop.step}")
+        start, stop = loop.start, loop.stop
+        if isinstance(start, ir.Const) and isinstance(stop, ir.Const):
+            lanes, mask = stop.value - start.value, None
+        elif isinstance(start, ir.Const) and start.value == 0 and _masked_width(stop) is not None:
+            lanes = _masked_width(stop)
+            mask = ir.Binary("<", ir.Ramp(start, 1, lanes), stop, BOOL)
+        else:
+            raise ScheduleError(self.span, f"cannot vectorize '{loop.name}': its trip count is not a constant",
+                                f"split it first, e.g. vectorize({loop.name}, 8)")
+        if not 2 <= lanes <= MAX_LANES:
+            raise ScheduleError(self.span, f"cannot vectorize '{loop.name}' with {lanes} lanes (2 to {MAX_LANES})")
+        return lanes, mask
+
+    def run(self) -> list[ir.Stmt]:
+        body = self.loop.body
+        self._require_proven(body)
+        reductions = self._reduction_stores(body)
+        rest = tuple(s for s in body if s not in reductions)
+        separated_by(rest, self.loop.var, self.what, self.span)
+        return self._block(body, reductions)
+
+    # --------------------------------------------------------------- checks
+
+    def _require_proven(self, body) -> None:
+        for s in walk_stmts(body):
+            loads = [n for e in stmt_exprs(s) for n in walk_expr(e) if isinstance(n, ir.Load)]
+            unsafe = [x for x in loads if not x.safe]
+            if isinstance(s, ir.Store) and not s.safe:
+                unsafe.append(s)
+            if unsafe:
+                line = f" (line {unsafe[0].span.line})" if unsafe[0].span else ""
+                raise ScheduleError(self.span, f"cannot {self.what}: the access to '{unsafe[0].tensor.name}'"
+                                    f"{line} is not proven in bounds", "vector code has no per-lane bounds checks")
+
+    def _reduction_stores(self, body) -> set:
+        """Top-level `T[j] = T[j] op e` stores whose index does not move with the loop."""
+        out = set()
+        for s in body:
+            if isinstance(s, ir.Store) and not any(_uses(i, self.loop.var) for i in s.indices):
+                if _reduction_operand(s.value, lambda e: _same_load(e, s)) is None:
+                    raise ScheduleError(self.span, f"cannot {self.what}: every iteration stores to the same "
+                                        f"element of '{s.tensor.name}'")
+                out.add(s)
+        return out
+
+    # ------------------------------------------------------------ rewriting
+
+    def _block(self, body, reductions=frozenset()) -> list[ir.Stmt]:
+        out: list[ir.Stmt] = []
+        for s in body:
+            out.extend(self._stmt(s, s in reductions))
+        return out
+
+    def _stmt(self, s: ir.Stmt, reduction: bool) -> list[ir.Stmt]:
+        match s:
+            case ir.Store(tensor, indices, value):
+                if reduction:
+                    return [self._reduce_store(s)]
+                return [replace(s, indices=tuple(self._vec(i) for i in indices), value=self._vec(value),
+                                mask=self.mask)]
+            case ir.Assign(sym, value):
+                return [self._assign(s, sym, value)]
+            case ir.For(_, start, stop, _, body):
+                if _uses_any(start, stop, self.loop.var, self.vector_locals):
+                    raise ScheduleError(self.span, f"cannot {self.what}: the bounds of '{s.name}' depend on it")
+                return [replace(s, body=tuple(self._block(body)))]
+            case ir.If(cond, then, orelse):
+                if lanes_of(self._vec(cond)) > 1:
+                    line = f" at line {s.span.line}" if s.span else ""
+                    raise ScheduleError(self.span, f"cannot {self.what}: the 'if'{line} depends on it")
+                return [replace(s, then=tuple(self._block(then)), orelse=tuple(self._block(orelse)))]
+        raise ScheduleError(self.span, f"cannot {self.what}: unsupported statement in its body")
+
+    def _assign(self, s: ir.Assign, sym: ir.Sym, value: ir.Expr) -> ir.Stmt:
+        new_value = self._vec(value)
+        if lanes_of(new_value) == 1 and sym not in self.vector_locals:
+            return replace(s, value=new_value)
+        if self._private(sym):
+            vsym = self.vector_locals.setdefault(sym, ir.Sym(sym.name, sym.type, "local", lanes=self.lanes))
+            return ir.Assign(vsym, _widen(new_value, self.lanes), s.span)
+        operand = _reduction_operand(value, lambda e: isinstance(e, ir.Var) and e.sym is sym)
+        if operand is None:
+            raise ScheduleError(self.span, f"cannot {self.what}: local '{sym.name}' carries a value between "
+                                "iterations and is not a reduction (acc = acc + ...)")
+        op, rest = operand
+        return ir.Assign(sym, ir.Binary(op, ir.Var(sym), self._horizontal(op, rest, sym.type), sym.type), s.span)
+
+    def _reduce_store(self, s: ir.Store) -> ir.Stmt:
+        op, rest = _reduction_operand(s.value, lambda e: _same_load(e, s))
+        current = next(n for n in walk_expr(s.value) if _same_load(n, s))
+        combined = ir.Binary(op, current, self._horizontal(op, rest, s.value.type), s.value.type)
+        return replace(s, value=combined)
+
+    def _horizontal(self, op: str, rest: ir.Expr, t) -> ir.Expr:
+        if t.is_float and not self.kernel.options.reassociate:
+            raise ScheduleError(self.span, f"cannot {self.what}: it reorders a float reduction",
+                                "allow it with @options(reassociate=True)")
+        value = _widen(self._vec(rest), self.lanes)
+        if self.mask is not None:
+            from ..loops import identity
+
+            value = ir.Select(self.mask, value, ir.Const(identity(_reduce_name(op), t), t), t)
+        return ir.HReduce(op, value, t)
+
+    def _private(self, sym: ir.Sym) -> bool:
+        return not is_carried(self.loop.body, sym) and not _used_after(self.kernel.body, self.loop, sym)
+
+    def _vec(self, e: ir.Expr) -> ir.Expr:
+        var, locals_ = self.loop.var, self.vector_locals
+
+        def fn(node: ir.Expr) -> ir.Expr:
+            if isinstance(node, ir.Var):
+                if node.sym is var:
+                    return self.ramp
+                if node.sym in locals_:
+                    return ir.Var(locals_[node.sym], node.span)
+            if isinstance(node, ir.Load) and self.mask is not None and any(lanes_of(i) > 1 for i in node.indices):
+                return replace(node, mask=self.mask)
+            return node
+
+        return map_expr(e, fn)
+
+
+def _masked_width(stop: ir.Expr) -> int | None:
+    if isinstance(stop, ir.Binary) and stop.op == "min":
+        for side in (stop.lhs, stop.rhs):
+            if isinstance(side, ir.Const):
+                return side.value
+    return None
+
+
+def _uses(e: ir.Expr, sym: ir.Sym) -> bool:
+    return any(isinstance(n, ir.Var) and n.sym is sym for n in walk_expr(e))
+
+
+def _uses_any(start, stop, var, vector_locals) -> bool:
+    syms = {var, *vector_locals}
+    return any(isinstance(n, ir.Var) and n.sym in syms for e in (start, stop) for n in walk_expr(e))
+
+
+def _same_load(e: ir.Expr, store: ir.Store) -> bool:
+    from .dependence import expr_key
+
+    return (isinstance(e, ir.Load) and e.tensor is store.tensor
+            and tuple(map(expr_key, e.indices)) == tuple(map(expr_key, store.indices)))
+
+
+def _reduction_operand(value: ir.Expr, is_acc):
+    """`acc op rest` or `rest op acc` -> (op, rest), if `acc` appears only there."""
+    if isinstance(value, ir.Binary) and value.op in REDUCIBLE:
+        for acc, rest in ((value.lhs, value.rhs), (value.rhs, value.lhs)):
+            if is_acc(acc) and not any(is_acc(n) for n in walk_expr(rest)):
+                return value.op, rest
+    return None
+
+
+def _reduce_name(op: str) -> str:
+    return {"+": "sum", "*": "prod", "min": "min", "max": "max"}[op]
+
+
+def _widen(e: ir.Expr, lanes: int) -> ir.Expr:
+    return e if lanes_of(e) > 1 else ir.Broadcast(e, lanes, getattr(e, "span", None))
+
+
+def _used_after(body, loop: ir.For, sym: ir.Sym) -> bool:
+    """Is `sym` read outside `loop` (its value would be one lane)?"""
+    for s in walk_stmts(body):
+        if s is loop:
+            continue
+        inside = any(s is t for t in walk_stmts(loop.body))
+        if inside:
+            continue
+        if any(isinstance(n, ir.Var) and n.sym is sym for e in stmt_exprs(s) for n in walk_expr(e)):
+            return True
+    return False
