@@ -112,7 +112,7 @@ class Vectorizer:
 
     def _stmt(self, s: ir.Stmt, reduction: bool) -> list[ir.Stmt]:
         match s:
-            case ir.Store(tensor, indices, value):
+            case ir.Store(_, indices, value):
                 if reduction:
                     return [self._reduce_store(s)]
                 return [replace(s, indices=tuple(self._vec(i) for i in indices), value=self._vec(value),

@@ -101,6 +101,7 @@ def _bind(ck: ExprChecker, frame, param: ast.Param, arg: ast.Expr, prelude: list
         return
     if ann.dims is None:
         te = ck.expr(arg)
+        prelude.extend(ck.ctx.take_prelude())  # what a call inside the argument computes first
         value = coerce(te, dtype, ck.bag, arg.span, f"argument '{param.name}'")
         if value is None:
             return
