@@ -14,6 +14,7 @@ import sys
 import llvmlite.binding as llvm
 
 from .errors import BackendError
+from .llvm.runtime import GOMP_PARALLEL
 from .optimize import prepare
 from .target import Target, host_target, new_target_machine
 
@@ -31,8 +32,9 @@ class JitLibrary:
         _check_host(target)
         _load_libm()
         prepare(ref, target)
+        uses_gomp = any(f.name == GOMP_PARALLEL for f in ref.functions)
         engine = _engine(ref, target)
-        _add_gomp(engine, target)
+        _add_gomp(engine, target, uses_gomp)
         engine.finalize_object()
         return cls(engine)
 
@@ -44,7 +46,7 @@ class JitLibrary:
         empty = llvm.parse_assembly("")
         prepare(empty, target)
         engine = _engine(empty, target)
-        _add_gomp(engine, target)
+        _add_gomp(engine, target, GOMP_PARALLEL.encode() in obj)
         object_file = llvm.ObjectFileRef.from_data(obj)
         engine.add_object_file(object_file)
         engine.finalize_object()
@@ -114,9 +116,9 @@ define i32 @omp_get_num_threads() {
 """
 
 
-def _add_gomp(engine: llvm.ExecutionEngine, target: Target) -> None:
+def _add_gomp(engine: llvm.ExecutionEngine, target: Target, needed: bool) -> None:
     """Make the GOMP symbols of parallel loops resolvable: libgomp, else a serial stand-in."""
-    if _load_gomp():
+    if not needed or _load_gomp():
         return
     _warn_serial()
     stub = llvm.parse_assembly(_SERIAL_GOMP)

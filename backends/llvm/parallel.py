@@ -35,13 +35,13 @@ from dsl.lowering.rewrite import assigned_syms, stmt_exprs, walk_expr, walk_stmt
 
 from .context import FunctionContext, TensorArgs
 from .exprs import emit_expr
-from .ltypes import I32, I64, PTR, int_const, reg_type
+from .ltypes import I32, I64, PTR, int_const
 from .runtime import gomp_parallel, num_threads, omp_num_threads, omp_thread_num, warn_serial
 from .signature import new_function
 
 EmitLoop = Callable[[FunctionContext, For], None]
-# Fields of the context struct after the captures.
-_START, _TRIP, _STATUS = range(3)
+# Fields of the context struct after the captures; the live-outs follow them.
+_START, _TRIP, _STATUS, _LIVEOUT = range(4)
 
 
 @dataclass
@@ -57,8 +57,13 @@ class _Plan:
         out: list[ir.Value] = []
         for t in self.tensors:
             out += [v for v in _tensor_fields(cx.tensor(t)) if not isinstance(v, ir.Constant)]
-        out += [cx.builder.load(cx.slot(s), typ=reg_type(s.type)) for s in self.syms]
+        out += [cx.builder.load(cx.slot(s), typ=_slot_type(cx, s)) for s in self.syms]
         return out
+
+
+def _slot_type(cx: FunctionContext, sym: Sym) -> ir.Type:
+    """The type `cx` keeps `sym` in (whatever it is: scalar, vector)."""
+    return cx.slot(sym).allocated_type
 
 
 def _tensor_fields(t: TensorArgs) -> list[ir.Value]:
@@ -73,7 +78,7 @@ def emit_parallel_for(cx: FunctionContext, loop: For, emit_loop: EmitLoop) -> No
     plan = _plan(cx, loop)
     values = plan.values(cx)
     ctx_type = ir.LiteralStructType([v.type for v in values] + [I64, I64, I32]
-                                    + [reg_type(s.type) for s in plan.liveout])
+                                    + [_slot_type(cx, s) for s in plan.liveout])
     base = _free_name(cx.module, f"{cx.func.name}__par")
     body = _define_body(cx, loop, plan, values, ctx_type, base + "__body", emit_loop)
     team = _define_team(cx.module, body, ctx_type, len(values), base)
@@ -151,7 +156,7 @@ def _define_body(cx: FunctionContext, loop: For, plan: _Plan, values: list[ir.Va
     _bind_captures(cx, wcx, plan, fn.args[: len(values)])
     bld = wcx.builder
     run, empty = wcx.new_block("run"), wcx.new_block("empty")
-    bld.cbranch(bld.icmp_signed("<", k0, k1), run, empty)
+    bld.cbranch(bld.icmp_unsigned("<", k0, k1), run, empty)
     bld.position_at_end(empty)
     bld.ret(int_const(I32, 0))
     bld.position_at_end(run)
@@ -195,15 +200,13 @@ def _bind_captures(cx: FunctionContext, wcx: FunctionContext, plan: _Plan, args)
 
 
 def _copy_back(wcx: FunctionContext, plan: _Plan, ctx: ir.Value, ctx_type: ir.Type,
-               first_field: int, is_last: ir.Value) -> None:
+               ncaptures: int, is_last: ir.Value) -> None:
     """If this block ran the last iteration, store its live-out locals into `ctx`."""
     bld = wcx.builder
     copy, done = wcx.new_block("copy_back"), wcx.new_block("copied")
     bld.cbranch(is_last, copy, done)
     bld.position_at_end(copy)
-    for k, sym in enumerate(plan.liveout):
-        value = bld.load(wcx.slot(sym), typ=reg_type(sym.type))
-        bld.store(value, _field(bld, ctx, ctx_type, first_field + 3 + k))
+    _copy_liveouts(wcx, plan, ctx, ctx_type, ncaptures, into_ctx=True)
     bld.branch(done)
     bld.position_at_end(done)
 
@@ -253,7 +256,6 @@ def _emit_call_site(cx: FunctionContext, loop: For, plan: _Plan, values: list[ir
                     ctx_type: ir.LiteralStructType, body: ir.Function, team: ir.Function) -> None:
     """Run the loop: on a team when worth it and possible, else by calling `body` once."""
     bld, module = cx.builder, cx.module
-    n = len(values)
     ctx = cx.alloca_builder.alloca(ctx_type, name=f"{team.name}.ctx")
     ctx.type = PTR  # llvmlite would print a typed pointer
     start = emit_expr(cx, loop.start)
@@ -262,17 +264,14 @@ def _emit_call_site(cx: FunctionContext, loop: For, plan: _Plan, values: list[ir
     worth = bld.and_(bld.icmp_unsigned(">", trip, int_const(I64, 1)),
                      bld.icmp_unsigned(">", threads, int_const(I64, 1)))
     # Live-outs start as they are: a loop that runs no iteration leaves them so.
-    for k, sym in enumerate(plan.liveout):
-        value = bld.load(cx.slot(sym), typ=reg_type(sym.type))
-        bld.store(value, _field(bld, ctx, ctx_type, n + 3 + k))
+    _copy_liveouts(cx, plan, ctx, ctx_type, len(values), into_ctx=True)
     gomp = gomp_parallel(module)
-    have_gomp = bld.icmp_unsigned("!=", gomp, ir.Constant(PTR, None))
     check_gomp, on_team = cx.new_block(f"{loop.name}.gomp?"), cx.new_block(f"{loop.name}.team")
     warn, alone = cx.new_block(f"{loop.name}.nogomp"), cx.new_block(f"{loop.name}.serial")
     join = cx.new_block(f"{loop.name}.joined")
     bld.cbranch(worth, check_gomp, alone)
     bld.position_at_end(check_gomp)
-    bld.cbranch(have_gomp, on_team, warn)
+    bld.cbranch(bld.icmp_unsigned("!=", gomp, ir.Constant(PTR, None)), on_team, warn)
     bld.position_at_end(warn)
     bld.call(warn_serial(module), [])
     bld.branch(alone)
@@ -282,8 +281,7 @@ def _emit_call_site(cx: FunctionContext, loop: For, plan: _Plan, values: list[ir
         bld.store(value, _field(bld, ctx, ctx_type, k))
     size = bld.trunc(bld.select(bld.icmp_unsigned("<", trip, threads), trip, threads), I32)
     bld.call(gomp, [team, ctx, size, int_const(I32, 0)])
-    team_status = bld.load(_field(bld, ctx, ctx_type, n + _STATUS), typ=I32)
-    team_end = bld.block
+    team_status = bld.load(_field(bld, ctx, ctx_type, len(values) + _STATUS), typ=I32)
     bld.branch(join)
 
     bld.position_at_end(alone)
@@ -292,12 +290,21 @@ def _emit_call_site(cx: FunctionContext, loop: For, plan: _Plan, values: list[ir
 
     bld.position_at_end(join)
     status = bld.phi(I32, name=f"{loop.name}.status")
-    status.add_incoming(team_status, team_end)
+    status.add_incoming(team_status, on_team)
     status.add_incoming(alone_status, alone)
     _return_if_failed(cx, status)
+    _copy_liveouts(cx, plan, ctx, ctx_type, len(values), into_ctx=False)
+
+
+def _copy_liveouts(cx: FunctionContext, plan: _Plan, ctx: ir.Value, ctx_type: ir.Type,
+                   ncaptures: int, into_ctx: bool) -> None:
+    """Copy the live-out locals between the caller's slots and their `ctx` fields."""
+    bld = cx.builder
     for k, sym in enumerate(plan.liveout):
-        value = bld.load(_field(bld, ctx, ctx_type, n + 3 + k), typ=reg_type(sym.type))
-        bld.store(value, cx.slot(sym))
+        field = _field(bld, ctx, ctx_type, ncaptures + _LIVEOUT + k)
+        slot = cx.slot(sym)
+        src, dst = (slot, field) if into_ctx else (field, slot)
+        bld.store(bld.load(src, typ=_slot_type(cx, sym)), dst)
 
 
 def _return_if_failed(cx: FunctionContext, status: ir.Value) -> None:

@@ -27,8 +27,8 @@ from dsl.backends.optimize import emit_object, optimize, verify_llvm
 from dsl.backends.target import host_target
 from dsl.call import Caller
 from dsl.grammar.diagnostics import Source
-from dsl.lowering.ir import (Binary, Cast, Const, For, Kernel, Program, ScalarParam, Shape, Store,
-                             Sym, TensorParam, Var, Assign)
+from dsl.lowering.ir import (Assign, Binary, Cast, Const, For, Kernel, Program, ScalarParam, Shape,
+                             Store, Sym, TensorParam, Var)
 from dsl.lowering.types import F32, I64
 from dsl.metadata import loads, program_metadata
 from dsl.options import CompileOptions
