@@ -1,12 +1,13 @@
 # make demo   - build every example with dslc and check it against numpy
 # make test   - run the whole test suite
+# make bench  - benchmark scripts (tables against numpy); not part of the tests
 # Both create the virtual environment in .venv on first use.
 
 PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 
-.PHONY: demo test venv clean
+.PHONY: demo test bench venv clean
 
 venv: $(VENV)/.installed
 
@@ -21,6 +22,10 @@ demo: venv
 
 test: venv
 	$(PY) -m pytest
+
+bench: venv
+	$(PY) -m pip install --quiet -e ".[test,bench]"
+	cd benchmarks && ../$(PY) overhead.py && ../$(PY) gemm.py
 
 clean:
 	rm -rf $(VENV) examples/build .pytest_cache

@@ -18,6 +18,7 @@ _FACE = {
     "kernel": ("dsl.jit", "kernel"),
     "Kernel": ("dsl.jit", "Kernel"),
     "load": ("dsl.library", "load"),
+    "set_num_threads": ("dsl.library", "set_num_threads"),
     "compile_file": ("dsl.pipeline", "compile_file"),
     "CompileOptions": ("dsl.options", "CompileOptions"),
     "CompileError": ("dsl.grammar.diagnostics", "CompileError"),

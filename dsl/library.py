@@ -7,10 +7,27 @@ object checks arguments exactly as `@dsl.kernel` does.
 from __future__ import annotations
 
 import ctypes
+import weakref
 from pathlib import Path
 
 from .call import Caller
 from .metadata import loads
+
+
+_loaded: "weakref.WeakSet[Library]" = weakref.WeakSet()
+_threads_override = 0
+
+
+def set_num_threads(n: int) -> None:
+    """Run parallel loops on `n` threads, in every loaded kernel library and in
+    those loaded later; `n = 0` goes back to DSL_NUM_THREADS / OMP_NUM_THREADS /
+    the core count."""
+    global _threads_override
+    if not isinstance(n, int) or n < 0:
+        raise ValueError(f"set_num_threads() needs a count >= 0, got {n!r}")
+    _threads_override = n
+    for lib in list(_loaded):
+        lib.set_num_threads(n)
 
 
 class Library:
@@ -30,9 +47,26 @@ class Library:
         meta_fn.argtypes = []
         self.specs = {s.name: s for s in loads(meta_fn().decode())}
         self._callers: dict[str, Caller] = {}
+        self._set_threads = self._function("__dsl_set_num_threads", None, [ctypes.c_int32])
+        _loaded.add(self)
+        if _threads_override:
+            self.set_num_threads(_threads_override)
         for name, spec in self.specs.items():
             packed = self._address(f"{name}__packed")
             self._callers[name] = Caller(spec, packed, owner=self._dll, numpy_address=self._address(f"{name}__numpy"))
+
+    def _function(self, symbol: str, restype, argtypes):
+        try:
+            fn = getattr(self._dll, symbol)
+        except AttributeError:
+            return None
+        fn.restype, fn.argtypes = restype, argtypes
+        return fn
+
+    def set_num_threads(self, n: int) -> None:
+        """Thread count for this library's parallel loops (0: from the environment)."""
+        if self._set_threads is not None:
+            self._set_threads(n)
 
     def _address(self, symbol: str) -> int | None:
         try:

@@ -11,6 +11,7 @@ from .context import FunctionContext
 from .ltypes import I32
 from .abi import c_args
 from .numpy_entry import define_numpy_entry
+from .runtime import define_thread_setter
 from .versions import define_dispatch, internal_copy
 from .signature import bind_arguments, declare_kernel, define_metadata, define_packed
 from .stmts import emit_block
@@ -36,6 +37,7 @@ def build_module(kernels: list[Kernel], target: Target, metadata: str, *,
         define_packed(module, kernel, func)
         define_numpy_entry(module, kernel, func)
     define_metadata(module, metadata)
+    define_thread_setter(module)
     return module
 
 

@@ -11,6 +11,8 @@ and its own cached thread count):
     i32 __dsl_num_threads()   DSL_NUM_THREADS, else OMP_NUM_THREADS, else the
                               online cores; read once, then cached
     void __dsl_warn_serial()  the one-time "no libgomp" warning on stderr
+
+and one exported one, `void __dsl_set_num_threads(int)`, to change that count.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from .ltypes import I32, I64, PTR, int_const
 
 GOMP_PARALLEL = "GOMP_parallel"
 NUM_THREADS_FN = "__dsl_num_threads"
+SET_THREADS_FN = "__dsl_set_num_threads"
 WARN_FN = "__dsl_warn_serial"
 WARNING = "dslc: libgomp not found; parallel loops run on one thread\n"
 ENV_VARS = ("DSL_NUM_THREADS", "OMP_NUM_THREADS")
@@ -76,6 +79,26 @@ def _internal_global(module: ir.Module, name: str) -> ir.GlobalVariable:
     return var
 
 
+def _thread_cache(module: ir.Module) -> ir.GlobalVariable:
+    """The module's cached thread count (0: not read from the environment yet)."""
+    name = NUM_THREADS_FN + ".cached"
+    existing = module.globals.get(name)
+    return existing if existing is not None else _internal_global(module, name)
+
+
+def define_thread_setter(module: ir.Module) -> ir.Function:
+    """Exported `void __dsl_set_num_threads(int n)`: use n threads from now on;
+    n <= 0 goes back to the environment (`dsl.set_num_threads` calls it)."""
+    fn = ir.Function(module, ir.FunctionType(VOID, [I32]), name=SET_THREADS_FN)
+    fn.attributes.add("nounwind")
+    bld = ir.IRBuilder(fn.append_basic_block("entry"))
+    n = fn.args[0]
+    value = bld.select(bld.icmp_signed(">", n, int_const(I32, 0)), n, int_const(I32, 0))
+    bld.atomic_rmw("xchg", _thread_cache(module), value, "monotonic")
+    bld.ret_void()
+    return fn
+
+
 def num_threads(module: ir.Module, triple: str) -> ir.Function:
     """The module's `i32 __dsl_num_threads()` (defined on first request).
 
@@ -88,7 +111,7 @@ def num_threads(module: ir.Module, triple: str) -> ir.Function:
     fn = ir.Function(module, ir.FunctionType(I32, []), name=NUM_THREADS_FN)
     fn.linkage = "internal"
     fn.attributes.add("nounwind")
-    cache = _internal_global(module, NUM_THREADS_FN + ".cached")
+    cache = _thread_cache(module)
     bld = ir.IRBuilder(fn.append_basic_block("entry"))
     cached = bld.load_atomic(cache, "monotonic", 4, typ=I32)
     known, compute = fn.append_basic_block("known"), fn.append_basic_block("compute")

@@ -1,0 +1,53 @@
+"""Shared pieces of the benchmark scripts: building kernels, timing, tables."""
+
+from __future__ import annotations
+
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+import dsl
+from dsl.backends.link import link_shared
+from dsl.pipeline import compile_file
+
+HERE = Path(__file__).resolve().parent
+
+
+def build(tk_name: str):
+    """Compile benchmarks/<tk_name> to a temporary .so and load it."""
+    job = compile_file(HERE / tk_name)
+    out = Path(tempfile.mkdtemp(prefix="dslc-bench-")) / (Path(tk_name).stem + ".so")
+    link_shared(job.obj, out, job.target)
+    return dsl.load(out)
+
+
+def median_seconds(fn, repeats: int, min_time: float = 0.05) -> float:
+    """Median over `repeats` samples; each sample loops until `min_time` passed."""
+    fn()
+    samples = []
+    for _ in range(repeats):
+        calls, start = 0, time.perf_counter()
+        while True:
+            fn()
+            calls += 1
+            elapsed = time.perf_counter() - start
+            if elapsed >= min_time:
+                break
+        samples.append(elapsed / calls)
+    return statistics.median(samples)
+
+
+def machine() -> str:
+    from dsl.backends.target import host_target
+
+    t = host_target()
+    import os
+
+    return f"{t.cpu}, {os.cpu_count()} cores, vector {t.vector_bits} bits"
+
+
+def table(header: list[str], rows: list[list[str]]) -> str:
+    widths = [max(len(str(x)) for x in col) for col in zip(header, *rows)]
+    line = lambda cells: "  ".join(str(c).rjust(w) for c, w in zip(cells, widths))  # noqa: E731
+    return "\n".join([line(header), line(["-" * w for w in widths]), *map(line, rows)])

@@ -1,0 +1,59 @@
+"""GEMM: the DSL's matmul (benchmarks/gemm.tk) against numpy (OpenBLAS), at 1
+and 2 threads, interleaved in one process. Prints GFLOP/s and the ratio.
+
+    python benchmarks/gemm.py [--quick]
+
+Needs threadpoolctl (the `bench` extra) to set OpenBLAS's thread count.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+import numpy as np
+from threadpoolctl import threadpool_limits
+
+import dsl
+from common import build, machine, median_seconds, table
+
+SIZES = [(64, 64, 64), (128, 128, 128), (256, 256, 256), (512, 512, 512), (1024, 1024, 1024),
+         (2048, 2048, 2048), (512, 3584, 3584), (17, 17, 17), (77, 77, 77), (129, 129, 129),
+         (200, 200, 200), (1000, 1000, 1000)]
+QUICK = [(64, 64, 64), (256, 256, 256), (77, 77, 77), (512, 512, 512)]
+
+
+def run(sizes, threads: list[int], repeats: int) -> list[list[str]]:
+    lib = build("gemm.tk")
+    rows = []
+    rng = np.random.default_rng(0)
+    for m, k, n in sizes:
+        a = rng.standard_normal((m, k), np.float32)
+        b = rng.standard_normal((k, n), np.float32)
+        c = np.empty((m, n), np.float32)
+        flops = 2.0 * m * n * k
+        lib.gemm(a, b, c)
+        err = float(np.max(np.abs(c - a @ b)) / max(1.0, float(np.max(np.abs(a @ b)))))
+        for t in threads:
+            dsl.set_num_threads(t)
+            with threadpool_limits(limits=t):
+                ours = median_seconds(lambda: lib.gemm(a, b, c), repeats)
+                blas = median_seconds(lambda: np.matmul(a, b, out=c), repeats)
+            rows.append([f"{m}x{k}x{n}", t, f"{flops / ours / 1e9:.1f}", f"{flops / blas / 1e9:.1f}",
+                         f"{blas / ours:.2f}", f"{err:.1e}"])
+    return rows
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="a few sizes, fewer repeats")
+    args = parser.parse_args()
+    sizes = QUICK if args.quick else SIZES
+    rows = run(sizes, [1, 2], repeats=3 if args.quick else 5)
+    print(f"GEMM f32, C = A @ B  ({machine()}; medians of {3 if args.quick else 5} samples)")
+    print(table(["M x K x N", "threads", "dslc GFLOP/s", "numpy GFLOP/s", "dslc/numpy", "rel err"], rows))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
