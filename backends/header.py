@@ -67,13 +67,35 @@ def _prototype(kernel: Kernel) -> list[str]:
     if not args:
         return [f"int32_t {kernel.name}(void);"]
     lines = [f"int32_t {kernel.name}("]
-    decls = [f"{c_type(a)} {a.name}" for a in args]
+    decls = [f"{c_type(a)} {n}" for a, n in zip(args, _c_names(args))]
     width = max(len(d) for d in decls) + 1
     for k, (arg, decl) in enumerate(zip(args, decls, strict=True)):
         comma = "," if k < len(args) - 1 else ""
         lines.append(f"    {(decl + comma).ljust(width)} /* {_c_comment(_describe(arg))} */")
     lines.append(");")
     return lines
+
+
+C_KEYWORDS = frozenset("""auto break case char const continue default do double else enum extern float for
+goto if inline int long register restrict return short signed sizeof static struct switch typedef union
+unsigned void volatile while bool true false _Bool _Complex _Imaginary _Alignas _Alignof _Atomic
+_Generic _Noreturn _Static_assert _Thread_local asm class new delete this template typename""".split())
+
+
+def _c_names(args: list[CArg]) -> list[str]:
+    """Argument names for the prototype: C keywords get a trailing underscore and
+    clashes (a scalar named `x_size0` beside tensor `x`) a number; names in a
+    prototype are documentation, so renaming changes nothing for callers."""
+    seen: set[str] = set()
+    out = []
+    for arg in args:
+        name = arg.name + "_" if arg.name in C_KEYWORDS else arg.name
+        base, k = name, 2
+        while name in seen:
+            name, k = f"{base}_{k}", k + 1
+        seen.add(name)
+        out.append(name)
+    return out
 
 
 def _describe(arg: CArg) -> str:

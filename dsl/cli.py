@@ -68,6 +68,8 @@ def main(file, output, header, emit, triple, cpu, features, opt_level, include, 
                                "use --emit=loops or later")
     names = set(print_after) | ({"all"} if print_after_all else set())
     _check_print_after(names, emit)
+    if emit not in ("ast", "typed", "loops", "schedule", "guard"):
+        _check_target(triple, cpu, features)
     opts = from_env(CompileOptions(opt_level=opt_level, triple=triple, cpu=cpu, features=features,
                                    print_after=frozenset(names), dump_dir=dump_dir,
                                    include_paths=tuple(include)))
@@ -98,6 +100,43 @@ def _check_print_after(names: set[str], emit: str) -> None:
         last = "obj" if emit == "so" else emit
         if STAGE_NAMES.index(stage) > STAGE_NAMES.index(last):
             raise click.UsageError(f"--print-after={name} would print nothing: --emit={emit} stops before it")
+
+
+def _check_target(triple: str | None, cpu: str | None, features: str | None) -> None:
+    """Reject a target LLVM does not know, before compiling: for an unknown CPU or
+    feature LLVM only prints a warning, then may abort the process in code
+    generation ('LLVM ERROR: 64-bit code requested on a subtarget ...')."""
+    if triple is None and cpu is None and features is None:
+        return
+    from dsl.backends.target import make_target, new_target_machine
+
+    target = make_target(triple, cpu, features)
+    try:
+        complaints = _native_stderr(lambda: new_target_machine(target, 0))
+    except RuntimeError as exc:
+        raise click.UsageError(f"--target {target.triple}: {exc}") from None
+    for line in complaints.splitlines():
+        if "is not a recognized" in line:
+            option = "--cpu" if "processor" in line else "--features"
+            raise click.UsageError(f"{option}: {line.split(' (ignoring', 1)[0]} ({target.triple})")
+
+
+def _native_stderr(action) -> str:
+    """What `action()` writes to file descriptor 2 (LLVM's C++ warnings)."""
+    import os
+    import tempfile
+
+    sys.stderr.flush()
+    with tempfile.TemporaryFile() as captured:
+        saved = os.dup(2)
+        os.dup2(captured.fileno(), 2)
+        try:
+            action()
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+        captured.seek(0)
+        return captured.read().decode(errors="replace")
 
 
 def _compile(file: Path, output: Path | None, header: Path | None, emit: str, opts: CompileOptions) -> None:

@@ -3,7 +3,8 @@
 Each IR node becomes a Python closure taking the environment: a list with one
 slot per symbol and two per tensor (the array and its shape). `match` on node
 types runs here, once per node, never while the kernel runs. Scalar semantics
-come from `interpret_ops.py`.
+come from `interpret_ops.py`; vector nodes (lanes > 1) are compiled by the
+`VectorCompiler` half in `interpret_vector.py`.
 """
 
 from __future__ import annotations
@@ -18,9 +19,12 @@ import numpy as np
 
 from . import interpret_ops as ops
 from . import ir
+from .interpret_vector import VectorCompiler, has_vectors, widen
 from .loops import identity
 from .printer import kernel_namer
+from .rewrite import stmt_exprs
 from .types import F16
+from .vector import lanes_of
 
 Env = list
 Code = Callable[[Env], object]
@@ -89,11 +93,12 @@ def _points(env: Env, slots: list[int], extents: list[Code]):
         yield
 
 
-class Compiler:
+class Compiler(VectorCompiler):
     """Turns IR nodes into closures; `match` runs here, once per node."""
 
     def __init__(self, kernel: ir.Kernel, trace):
         self.kernel = kernel
+        self.vectors = has_vectors(kernel)  # if not, no node needs its lanes counted
         self.trace = trace
         self.slots: dict[ir.Sym, int] = {}
         self.tensor_slots: dict[ir.TensorParam, int] = {}
@@ -160,7 +165,7 @@ class Compiler:
             case ir.For():
                 return self.loop(s)
             case ir.If(cond, then, orelse):
-                test, yes, no = self.expr(cond), self.block(then), self.block(orelse)
+                test, yes, no = self.scalar_expr(cond, "if condition"), self.block(then), self.block(orelse)
 
                 def run_if(env):
                     if test(env):
@@ -170,7 +175,7 @@ class Compiler:
 
                 return run_if
             case ir.Assign(sym, value):
-                k, value_fn = self.slot(sym), self.expr(value)
+                k, value_fn = self.slot(sym), self.assigned_value(sym, value)
 
                 def run_assign(env):
                     env[k] = value_fn(env)
@@ -182,7 +187,7 @@ class Compiler:
                 return self.check(s)
             case ir.IndexStore(indices, store):
                 slots = [self.slot(sym) for sym, _ in indices]
-                extents = [self.expr(x) for _, x in indices]
+                extents = [self.scalar_expr(x, "extent") for _, x in indices]
                 body = self.store(store)
 
                 def run_index_store(env):
@@ -194,7 +199,8 @@ class Compiler:
 
     def loop(self, s: ir.For) -> Code:
         k, step = self.slot(s.var), s.step
-        start, stop, body = self.expr(s.start), self.expr(s.stop), self.block(s.body)
+        start, stop = self.scalar_expr(s.start, "loop start"), self.scalar_expr(s.stop, "loop stop")
+        body = self.block(s.body)
 
         def run_for(env):
             for v in _int64_range(int(start(env)), int(stop(env)), step):
@@ -204,7 +210,7 @@ class Compiler:
         return run_for
 
     def check(self, s: ir.Check) -> Code:
-        cond, code, name = self.expr(s.cond), s.code, self.kernel.name
+        cond, code, name = self.scalar_expr(s.cond, "check condition"), s.code, self.kernel.name
         checks = self.kernel.checks
         info = checks[code] if 0 <= code < len(checks) else ir.CheckInfo("unknown", "no such check", s.span)
 
@@ -215,6 +221,12 @@ class Compiler:
         return run_check
 
     def store(self, s: ir.Store) -> Code:
+        if self.vectors:
+            widths = {lanes_of(x) for x in stmt_exprs(s)} - {1}
+            if len(widths) > 1:
+                raise TypeError(f"the interpreter cannot mix lane counts {sorted(widths)} in one Store")
+            if widths:
+                return self.vector_store(s, widths.pop())
         ts, value = self.tensor_slot(s.tensor), self.expr(s.value)
         index = self.indexer(s.tensor, s.indices, s.span or self.span)
 
@@ -225,7 +237,23 @@ class Compiler:
 
     # --------------------------------------------------------- expressions
 
+    def assigned_value(self, sym: ir.Sym, value: ir.Expr) -> Code:
+        """The value of an `Assign`: a vector local gets a vector (a scalar fills its lanes)."""
+        if not self.vectors:
+            return self.expr(value)
+        lanes = lanes_of(value)
+        if lanes not in (1, sym.lanes):
+            raise TypeError(f"the interpreter cannot assign a {lanes}-lane value to a "
+                            f"{sym.lanes}-lane variable '{sym.name}'")
+        fn = self.expr(value)
+        if sym.lanes == 1 or lanes > 1:
+            return fn
+        n, dtype = sym.lanes, ops.NP_TYPES[sym.type]
+        return lambda env: widen(fn(env), n, dtype)
+
     def expr(self, e: ir.Expr) -> Code:
+        if self.vectors and lanes_of(e) > 1:
+            return self.vector_expr(e)
         match e:
             case ir.Const(value, t):
                 c = ops.const_value(value, t)
@@ -256,6 +284,8 @@ class Compiler:
                 return lambda env: ops.overlaps(env[ka], env[kb])
             case ir.Reduce():
                 return self.reduce(e)
+            case ir.Ramp() | ir.Broadcast() | ir.HReduce():
+                return self.vector_expr(e)
         raise TypeError(f"the interpreter cannot evaluate {type(e).__name__}")
 
     def var(self, sym: ir.Sym) -> Code:
@@ -296,7 +326,7 @@ class Compiler:
         """A closure giving the bounds-checked numpy index of an element."""
         k = self.tensor_slot(tensor) + 1
         fns = [self.expr(i) for i in indices]
-        fail = _out_of_bounds(self.kernel.name, tensor, span)
+        fail = ops.out_of_bounds(self.kernel.name, tensor, span)
         if len(fns) == 1:
             (f0,) = fns
 
@@ -343,13 +373,3 @@ class Compiler:
 
         return run_reduce
 
-
-def _out_of_bounds(kernel_name: str, tensor: ir.TensorParam, span):
-    at = f" at {span.location}" if span is not None else ""
-
-    def fail(ix, shape):
-        index = tuple(int(i) for i in ix)
-        raise IndexError(f"kernel '{kernel_name}': index {index} out of bounds for "
-                         f"'{tensor.name}' with shape {tuple(shape)}{at}")
-
-    return fail

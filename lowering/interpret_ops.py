@@ -286,3 +286,16 @@ def _byte_range(arr: np.ndarray) -> tuple[int, int] | None:
         lo += min(reach, 0)
         hi += max(reach, 0)
     return base + lo, base + hi + arr.itemsize - 1
+
+
+def out_of_bounds(kernel_name: str, tensor, span):
+    """`fail(index, shape)`: raise the IndexError of an access to `tensor` (a
+    `TensorParam`) outside its shape, naming the kernel, index, shape and line."""
+    at = f" at {span.location}" if span is not None else ""
+
+    def fail(ix, shape):
+        index = tuple(int(i) for i in ix)
+        raise IndexError(f"kernel '{kernel_name}': index {index} out of bounds for "
+                         f"'{tensor.name}' with shape {tuple(shape)}{at}")
+
+    return fail

@@ -2,19 +2,20 @@
 
 Integer `//` and `%` floor, give 0 for a zero divisor and wrap MIN // -1 without
 trapping (x86 `idiv` traps on both, so the divisor is replaced before dividing);
-shifts clamp amounts >= the width; float min/max propagate NaN.
+shifts clamp amounts >= the width; float min/max propagate NaN. Every rule is
+written with selects, so it applies lane-wise to vector operands unchanged.
 """
 
 from __future__ import annotations
 
 import llvmlite.ir as ir
 
-from dsl.lowering.ir import Const, Expr
+from dsl.lowering.ir import Broadcast, Const, Expr
 from dsl.lowering.types import ScalarType
 
 from ..errors import BackendError
 from .context import FunctionContext
-from .ltypes import int_const
+from .ltypes import int_const, lanes_of_type, scalar_of, with_lanes
 
 COMPARISONS = frozenset({"==", "!=", "<", "<=", ">", ">="})
 
@@ -88,6 +89,8 @@ def _int_op(cx: FunctionContext, op: str, t: ScalarType, a: ir.Value, b: ir.Valu
 
 def _safe_divisor(t: ScalarType, rhs: Expr) -> bool:
     """True when `rhs` is a constant that can neither be 0 nor trap (-1 signed)."""
+    if isinstance(rhs, Broadcast):
+        rhs = rhs.value
     if not isinstance(rhs, Const):
         return False
     value = int(rhs.value) & ((1 << t.bits) - 1)
@@ -158,9 +161,12 @@ def _shift(cx: FunctionContext, op: str, t: ScalarType, a: ir.Value, b: ir.Value
     return bld.select(too_big, int_const(ty, 0), bld.lshr(a, masked))
 
 
-def _resize_unsigned(bld: ir.IRBuilder, v: ir.Value, ty: ir.IntType) -> ir.Value:
-    if v.type.width == ty.width:
+def _resize_unsigned(bld: ir.IRBuilder, v: ir.Value, ty: ir.Type) -> ir.Value:
+    """`v` zero-extended or truncated to `ty`'s integer width (lanes kept)."""
+    have, want = scalar_of(v.type).width, scalar_of(ty).width
+    if have == want:
         return v
-    if v.type.width > ty.width:
-        return bld.trunc(v, ty)
-    return bld.zext(v, ty)
+    target = with_lanes(scalar_of(ty), lanes_of_type(v.type))
+    if have > want:
+        return bld.trunc(v, target)
+    return bld.zext(v, target)

@@ -1,7 +1,8 @@
 """The state of generating one kernel function: builder, variable slots, tensors.
 
 Every non-argument `Sym` gets an `alloca` in the entry block the first time it
-is used, so definitions need not dominate uses; mem2reg/SROA make them SSA.
+is used, so definitions need not dominate uses; mem2reg/SROA make them SSA. A
+vector local (`Sym.lanes > 1`) gets a `<lanes x T>` slot.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import llvmlite.ir as ir
 from dsl.lowering.ir import Kernel, Sym, TensorParam
 
 from ..errors import BackendError
-from .ltypes import I32, PTR, reg_type
+from .ltypes import I32, PTR, reg_type, with_lanes
 
 
 @dataclass
@@ -54,7 +55,8 @@ class FunctionContext:
         """The stack slot of `sym`, created in the entry block on first use."""
         slot = self.slots.get(sym)
         if slot is None:
-            slot = self.alloca_builder.alloca(reg_type(sym.type), name=sym.name)
+            typ = with_lanes(reg_type(sym.type), sym.lanes)
+            slot = self.alloca_builder.alloca(typ, name=sym.name)
             slot.type = PTR  # llvmlite would print a typed pointer (`float*`)
             self.slots[sym] = slot
         return slot
@@ -103,7 +105,15 @@ class FunctionContext:
 
 
 def intrinsic_suffix(typ: ir.Type) -> str:
-    """The overload suffix of an intrinsic name: f32, f64, f16, i32, ..."""
+    """The overload suffix of an intrinsic name: f32, f64, f16, i32, v8f32, v8p0, ...
+
+    >>> intrinsic_suffix(ir.VectorType(ir.FloatType(), 8))
+    'v8f32'
+    """
+    if isinstance(typ, ir.VectorType):
+        return f"v{typ.count}{intrinsic_suffix(typ.element)}"
+    if isinstance(typ, ir.PointerType):
+        return "p0"
     if isinstance(typ, ir.FloatType):
         return "f32"
     if isinstance(typ, ir.DoubleType):

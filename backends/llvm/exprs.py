@@ -3,6 +3,11 @@
 `and`/`or` and `Select` evaluate only the side they need: when that side may
 load memory they branch (a guard like `i < n and x[i] > 0` must protect the
 load); when it cannot, a plain `and`/`select` is emitted, which vectorizes.
+
+Vector expressions (`lanes_of(e) > 1`, see vectors.py) are `<L x T>` values; a
+scalar operand of an operation with a vector operand is splatted. On vectors
+`and`/`or` are lane-wise and a vector-condition `Select` is an LLVM `select`:
+the vectorizer only leaves loads there that are masked or in bounds.
 """
 
 from __future__ import annotations
@@ -11,15 +16,18 @@ from collections.abc import Callable
 
 import llvmlite.ir as ir
 
-from dsl.lowering.ir import (Binary, Cast, Const, Expr, Fma, Load, Overlaps, Select, Shape,
-                             Unary, Var)
+from dsl.lowering.ir import (Binary, Broadcast, Cast, Const, Expr, Fma, HReduce, Load, Overlaps,
+                             Ramp, Select, Shape, Unary, Var)
+from dsl.lowering.vector import lanes_of
 
 from ..errors import BackendError
 from .arith import COMPARISONS, emit_binary, emit_compare
 from .context import FunctionContext
-from .ltypes import I1, const, reg_type
+from .ltypes import I1, const, reg_type, with_lanes
 from .mathops import emit_cast, emit_fma, emit_unary
 from .memory import load_element, overlaps
+from .vector_memory import vector_load
+from .vectors import hreduce, ramp, splat, widen
 
 
 def emit_expr(cx: FunctionContext, e: Expr) -> ir.Value:
@@ -28,37 +36,52 @@ def emit_expr(cx: FunctionContext, e: Expr) -> ir.Value:
         case Const(value=value, type=t):
             return const(t, value)
         case Var(sym=sym):
-            return cx.builder.load(cx.slot(sym), typ=reg_type(sym.type))
+            slot = cx.slot(sym)
+            return cx.builder.load(slot, typ=slot.allocated_type)
         case Shape(tensor=tensor, axis=axis):
             return cx.tensor(tensor).sizes[axis]
-        case Load(tensor=tensor, indices=indices):
+        case Load(tensor=tensor, indices=indices) if e.mask is None and lanes_of(e) == 1:
             return load_element(cx, cx.tensor(tensor), [emit_expr(cx, i) for i in indices])
+        case Load():
+            return vector_load(cx, e, emit_expr)
         case Binary(op="and" | "or"):
             return _logical(cx, e)
         case Binary(op=op, lhs=lhs, rhs=rhs) if op in COMPARISONS:
-            return emit_compare(cx, op, lhs.type, emit_expr(cx, lhs), emit_expr(cx, rhs))
+            return emit_compare(cx, op, lhs.type, *_operands(cx, lhs, rhs))
         case Binary(op=op, lhs=lhs, rhs=rhs, type=t):
-            return emit_binary(cx, op, t, emit_expr(cx, lhs), emit_expr(cx, rhs), rhs)
+            return emit_binary(cx, op, t, *_operands(cx, lhs, rhs), rhs)
         case Unary(op=op, operand=x, type=t):
             return emit_unary(cx, op, t, emit_expr(cx, x))
         case Cast(value=v, type=t):
             return emit_cast(cx, emit_expr(cx, v), v.type, t)
         case Fma(a=a, b=b, c=c):
-            return emit_fma(cx, emit_expr(cx, a), emit_expr(cx, b), emit_expr(cx, c))
+            return emit_fma(cx, *_operands(cx, a, b, c))
         case Select():
             return _select(cx, e)
         case Overlaps(a=a, b=b):
             return overlaps(cx, cx.tensor(a), cx.tensor(b))
+        case Ramp(base=base, stride=stride, lanes=lanes):
+            return ramp(cx, emit_expr(cx, base), stride, lanes)
+        case Broadcast(value=v, lanes=lanes):
+            return splat(cx, emit_expr(cx, v), lanes)
+        case HReduce(op=op, value=v, type=t):
+            return hreduce(cx, op, t, emit_expr(cx, v))
     raise BackendError(f"cannot compile expression {type(e).__name__} in {cx.kernel.name}")
 
 
+def _operands(cx: FunctionContext, *operands: Expr) -> list[ir.Value]:
+    """The values of `operands`, scalars splatted when another one is a vector."""
+    return widen(cx, *(emit_expr(cx, x) for x in operands))
+
+
 def _logical(cx: FunctionContext, e: Binary) -> ir.Value:
-    """Short-circuit `and`/`or`: the right side runs only if it decides the result."""
+    """Short-circuit `and`/`or`: the right side runs only if it decides the result
+    (on vectors, lane-wise `and`/`or` of both sides)."""
     bld = cx.builder
-    left = emit_expr(cx, e.lhs)
-    if not may_load(e.rhs):
-        right = emit_expr(cx, e.rhs)
+    if lanes_of(e) > 1 or not may_load(e.rhs):
+        left, right = _operands(cx, e.lhs, e.rhs)
         return bld.and_(left, right) if e.op == "and" else bld.or_(left, right)
+    left = emit_expr(cx, e.lhs)
     decided = ir.Constant(I1, 0 if e.op == "and" else 1)
     if e.op == "and":
         return _branch(cx, left, lambda: emit_expr(cx, e.rhs), lambda: decided, I1)
@@ -66,11 +89,14 @@ def _logical(cx: FunctionContext, e: Binary) -> ir.Value:
 
 
 def _select(cx: FunctionContext, e: Select) -> ir.Value:
+    lanes = lanes_of(e)
+    if lanes_of(e.cond) > 1 or not (may_load(e.a) or may_load(e.b)):
+        cond = emit_expr(cx, e.cond)
+        a, b = widen(cx, emit_expr(cx, e.a), emit_expr(cx, e.b), lanes=lanes)
+        return cx.builder.select(cond, a, b)
     cond = emit_expr(cx, e.cond)
-    if not (may_load(e.a) or may_load(e.b)):
-        return cx.builder.select(cond, emit_expr(cx, e.a), emit_expr(cx, e.b))
-    return _branch(cx, cond, lambda: emit_expr(cx, e.a), lambda: emit_expr(cx, e.b),
-                   reg_type(e.type))
+    return _branch(cx, cond, lambda: splat(cx, emit_expr(cx, e.a), lanes),
+                   lambda: splat(cx, emit_expr(cx, e.b), lanes), with_lanes(reg_type(e.type), lanes))
 
 
 def _branch(cx: FunctionContext, cond: ir.Value, then: Callable[[], ir.Value],
@@ -106,4 +132,6 @@ def may_load(e: Expr) -> bool:
             return may_load(x)
         case Fma(a=a, b=b, c=c) | Select(cond=a, a=b, b=c):
             return may_load(a) or may_load(b) or may_load(c)
+        case Ramp(base=x) | Broadcast(value=x) | HReduce(value=x):
+            return may_load(x)
     return True

@@ -1,7 +1,9 @@
 """How language types map to LLVM types: in registers, in memory, in the C ABI.
 
 bool is i1 in registers but a byte (i8) in memory and in the C ABI; f16 is
-`half` in memory only (it computes as f32).
+`half` in memory only (it computes as f32). A vector value of L lanes is an
+LLVM `<L x T>` of the scalar type T (bool -> `<L x i1>`); the helpers below
+work on scalar and vector types alike.
 """
 
 from __future__ import annotations
@@ -58,10 +60,40 @@ def const(t: ScalarType, value: int | float | bool) -> ir.Constant:
     return ir.Constant(ir.IntType(bits), v)
 
 
-def int_const(typ: ir.IntType, value: int) -> ir.Constant:
-    """An integer constant of LLVM type `typ`, wrapped to its width."""
-    bits = typ.width
+def int_const(typ: ir.Type, value: int) -> ir.Constant:
+    """An integer constant of LLVM type `typ` (or a splat of one, if `typ` is a
+    vector type), wrapped to its width.
+
+    >>> str(int_const(ir.VectorType(I8, 2), 255))
+    '<2 x i8> <i8 -1, i8 -1>'
+    """
+    bits = scalar_of(typ).width
     v = value & ((1 << bits) - 1)
     if v >= 1 << (bits - 1) and bits > 1:
         v -= 1 << bits
     return ir.Constant(typ, v)
+
+
+def float_const(typ: ir.Type, value: float) -> ir.Constant:
+    """A float constant of LLVM type `typ`, splatted if `typ` is a vector type."""
+    return ir.Constant(typ, value)
+
+
+def lanes_of_type(typ: ir.Type) -> int:
+    """The lane count of an LLVM type: its length for a vector, else 1."""
+    return typ.count if isinstance(typ, ir.VectorType) else 1
+
+
+def scalar_of(typ: ir.Type) -> ir.Type:
+    """The element type of a vector type; a scalar type itself."""
+    return typ.element if isinstance(typ, ir.VectorType) else typ
+
+
+def with_lanes(typ: ir.Type, lanes: int) -> ir.Type:
+    """`typ`'s scalar type with `lanes` lanes: `<lanes x T>`, or T when lanes is 1.
+
+    >>> str(with_lanes(I32, 8)), str(with_lanes(ir.VectorType(I32, 8), 1))
+    ('<8 x i32>', 'i32')
+    """
+    scalar = scalar_of(typ)
+    return ir.VectorType(scalar, lanes) if lanes > 1 else scalar

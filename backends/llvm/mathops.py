@@ -1,4 +1,5 @@
-"""Unary operators, intrinsics (exp, erf, ...), fma and casts."""
+"""Unary operators, intrinsics (exp, erf, ...), fma and casts, on scalars and
+lane-wise on vectors (the intrinsics are overloaded on `<L x T>`)."""
 
 from __future__ import annotations
 
@@ -8,10 +9,13 @@ from dsl.lowering.types import ScalarType
 
 from ..errors import BackendError
 from .context import FunctionContext, intrinsic_suffix
-from .ltypes import I1, int_const, reg_type
+from .ltypes import I1, float_const, int_const, lanes_of_type, reg_type, scalar_of, with_lanes
+from .vectors import per_lane
 
 # One-argument float intrinsics that map straight onto an LLVM intrinsic.
-# llvm.tanh is lowered to a tanhf/tanh libcall on x86 by LLVM 22 itself.
+# llvm.tanh is lowered to a tanhf/tanh libcall on x86 by LLVM 22 itself; on a
+# vector, LLVM calls tanhf once per lane (as it does for exp and log: there is
+# no vector math library yet), which is slow but right.
 _FLOAT_INTRINSICS = {
     "exp": "llvm.exp", "log": "llvm.log", "sqrt": "llvm.sqrt", "floor": "llvm.floor",
     "ceil": "llvm.ceil", "tanh": "llvm.tanh", "abs": "llvm.fabs",
@@ -35,11 +39,15 @@ def emit_unary(cx: FunctionContext, op: str, t: ScalarType, x: ir.Value) -> ir.V
             return bld.call(fn, [x, ir.Constant(I1, 0)])
         case "rsqrt" if t.is_float:
             root = _call1(cx, "llvm.sqrt", x)
-            return bld.fdiv(ir.Constant(x.type, 1.0), root, flags=cx.fmf)
+            return bld.fdiv(float_const(x.type, 1.0), root, flags=cx.fmf)
     if t.is_float and op in _FLOAT_INTRINSICS:
         return _call1(cx, _FLOAT_INTRINSICS[op], x)
     if t.is_float and op in _LIBM and t.bits in _LIBM[op]:
-        fn = cx.declare(_LIBM[op][t.bits], x.type, [x.type])
+        scalar = scalar_of(x.type)
+        fn = cx.declare(_LIBM[op][t.bits], scalar, [scalar])
+        if isinstance(x.type, ir.VectorType):
+            # No vector erf in libm: one call per lane, for now.
+            return per_lane(cx, fn, x)
         return bld.call(fn, [x], fastmath=cx.fmf)
     raise BackendError(f"unary operator {op!r} is not supported on {t}")
 
@@ -58,10 +66,10 @@ def emit_cast(cx: FunctionContext, v: ir.Value, src: ScalarType, dst: ScalarType
     bld = cx.builder
     if src == dst:
         return v
-    dty = reg_type(dst)
+    dty = with_lanes(reg_type(dst), lanes_of_type(v.type))
     if dst.is_bool:
         if src.is_float:
-            return bld.fcmp_unordered("!=", v, ir.Constant(v.type, 0.0))
+            return bld.fcmp_unordered("!=", v, float_const(v.type, 0.0))
         return bld.icmp_unsigned("!=", v, int_const(v.type, 0))
     if src.is_bool:
         return bld.uitofp(v, dty) if dst.is_float else bld.zext(v, dty)
@@ -76,10 +84,11 @@ def emit_cast(cx: FunctionContext, v: ir.Value, src: ScalarType, dst: ScalarType
     return _int_resize(bld, v, src, dty)
 
 
-def _int_resize(bld: ir.IRBuilder, v: ir.Value, src: ScalarType, dty: ir.IntType) -> ir.Value:
+def _int_resize(bld: ir.IRBuilder, v: ir.Value, src: ScalarType, dty: ir.Type) -> ir.Value:
     """int -> int: truncate, or extend by the source's signedness."""
-    if dty.width == v.type.width:
+    want, have = scalar_of(dty).width, scalar_of(v.type).width
+    if want == have:
         return v
-    if dty.width < v.type.width:
+    if want < have:
         return bld.trunc(v, dty)
     return bld.sext(v, dty) if src.is_signed else bld.zext(v, dty)

@@ -8,16 +8,23 @@ from __future__ import annotations
 
 import llvmlite.ir as ir
 
+from dsl.lowering.types import ScalarType
+
 from .context import FunctionContext, TensorArgs
-from .ltypes import I64, int_const, mem_type
+from .ltypes import I64, int_const, lanes_of_type, mem_type, with_lanes
 
 # Index arithmetic is bounds-checked before it runs, so it cannot overflow;
 # `nsw` lets SCEV and the vectorizer reason about the addresses.
 _NSW = ("nsw",)
 
 
-def element_pointer(cx: FunctionContext, t: TensorArgs, indices: list[ir.Value]) -> ir.Value:
-    """The address of element `indices` of tensor `t`."""
+def element_pointer(cx: FunctionContext, t: TensorArgs, indices: list[ir.Value],
+                    inbounds: bool = True) -> ir.Value:
+    """The address of element `indices` of tensor `t`.
+
+    `inbounds=False` for the base of a masked vector access, which need not
+    point into the tensor when every lane is masked off.
+    """
     bld = cx.builder
     offset = None
     for index, stride in zip(indices, t.strides, strict=True):
@@ -26,33 +33,42 @@ def element_pointer(cx: FunctionContext, t: TensorArgs, indices: list[ir.Value])
     if offset is None:
         return t.data
     etype = mem_type(t.param.dtype)
-    return bld.gep(t.data, [offset], inbounds=True, source_etype=etype)
+    return bld.gep(t.data, [offset], inbounds=inbounds, source_etype=etype)
 
 
 def load_element(cx: FunctionContext, t: TensorArgs, indices: list[ir.Value]) -> ir.Value:
     """Load one element as its value type: f16 -> f32, bool byte -> i1."""
-    bld = cx.builder
     dtype = t.param.dtype
-    etype = mem_type(dtype)
-    raw = bld.load(element_pointer(cx, t, indices), typ=etype, align=dtype.itemsize)
-    if dtype.is_bool:
-        # Any nonzero byte is true, as numpy reads a bool.
-        return bld.icmp_unsigned("!=", raw, int_const(etype, 0))
-    if dtype.is_float and dtype.bits == 16:
-        return bld.fpext(raw, ir.FloatType())
-    return raw
+    ptr = element_pointer(cx, t, indices)
+    raw = cx.builder.load(ptr, typ=mem_type(dtype), align=dtype.itemsize)
+    return from_memory(cx.builder, raw, dtype)
 
 
 def store_element(cx: FunctionContext, t: TensorArgs, indices: list[ir.Value], value: ir.Value) -> None:
     """Store `value` (of the tensor's value type) into one element."""
-    bld = cx.builder
     dtype = t.param.dtype
     ptr = element_pointer(cx, t, indices)
+    cx.builder.store(to_memory(cx.builder, value, dtype), ptr, align=dtype.itemsize)
+
+
+def from_memory(bld: ir.IRBuilder, raw: ir.Value, dtype: ScalarType) -> ir.Value:
+    """A loaded element (or vector of elements) as its value type: f16 -> f32, bool -> i1."""
     if dtype.is_bool:
-        value = bld.zext(value, mem_type(dtype))
-    elif dtype.is_float and dtype.bits == 16:
-        value = bld.fptrunc(value, mem_type(dtype))  # round to nearest even
-    bld.store(value, ptr, align=dtype.itemsize)
+        # Any nonzero byte is true, as numpy reads a bool.
+        return bld.icmp_unsigned("!=", raw, int_const(raw.type, 0))
+    if dtype.is_float and dtype.bits == 16:
+        return bld.fpext(raw, with_lanes(ir.FloatType(), lanes_of_type(raw.type)))
+    return raw
+
+
+def to_memory(bld: ir.IRBuilder, value: ir.Value, dtype: ScalarType) -> ir.Value:
+    """A value (or vector) of `dtype`'s value type as stored: f32 -> f16, i1 -> byte."""
+    lanes = lanes_of_type(value.type)
+    if dtype.is_bool:
+        return bld.zext(value, with_lanes(mem_type(dtype), lanes))
+    if dtype.is_float and dtype.bits == 16:
+        return bld.fptrunc(value, with_lanes(mem_type(dtype), lanes))  # round to nearest even
+    return value
 
 
 def overlaps(cx: FunctionContext, a: TensorArgs, b: TensorArgs) -> ir.Value:

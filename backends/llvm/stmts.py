@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from dsl.lowering.ir import Assign, Check, For, If, Stmt, Store
+from dsl.lowering.vector import lanes_of
 
 from ..errors import BackendError
 from .context import FunctionContext
@@ -12,6 +13,8 @@ from .exprs import emit_expr
 from .ltypes import int_const
 from .parallel import emit_parallel_for
 from .memory import store_element
+from .vector_memory import vector_store
+from .vectors import splat
 
 
 def emit_block(cx: FunctionContext, body: Sequence[Stmt]) -> None:
@@ -24,7 +27,9 @@ def emit_stmt(cx: FunctionContext, stmt: Stmt) -> None:
     """Emit one loop-IR statement."""
     match stmt:
         case Assign(sym=sym, value=value):
-            cx.builder.store(emit_expr(cx, value), cx.slot(sym))
+            cx.builder.store(splat(cx, emit_expr(cx, value), sym.lanes), cx.slot(sym))
+        case Store() if stmt.mask is not None or any(lanes_of(i) > 1 for i in stmt.indices):
+            vector_store(cx, stmt, emit_expr)
         case Store(tensor=tensor, indices=indices, value=value):
             index_values = [emit_expr(cx, i) for i in indices]
             store_element(cx, cx.tensor(tensor), index_values, emit_expr(cx, value))

@@ -9,6 +9,7 @@ from .. import ir
 from ..types import BY_NAME, I64, ScalarType
 from .coerce import TExpr, concrete, unify
 from .exprs import ExprChecker, strip_qualifier
+from .fold import fold_intrinsic
 
 FLOAT_INTRINSICS = {"exp", "log", "sqrt", "rsqrt", "tanh", "erf", "floor", "ceil"}
 INTRINSICS = FLOAT_INTRINSICS | {"abs", "min", "max", "fma", "sum"}
@@ -34,8 +35,9 @@ def check_call(ck: ExprChecker, node: ast.Call) -> TExpr | None:
         return inline_call(ck, node, fn, want_value=True)
     known = INTRINSICS | set(ck.ctx.functions) | set(BY_NAME)
     ck.bag.error(node.func_span, f"unknown function '{name}'", *did_you_mean(name, known))
-    for arg in node.args:
-        ck.expr(arg)
+    for arg in node.args:  # their own mistakes; a tensor passed whole is not one
+        if not (isinstance(arg, ast.Name) and ck.frame.lookup_tensor(strip_qualifier(arg.id))):
+            ck.expr(arg)
     return None
 
 
@@ -54,6 +56,8 @@ def _intrinsic(ck: ExprChecker, node: ast.Call, name: str) -> TExpr | None:
     te = ck.expr(node.args[0])
     if te is None:
         return None
+    if _literals([te]):
+        return fold_intrinsic(name, [te], node.span)
     value = concrete(te, ck.bag, node.span) if name == "abs" else _as_float(ck, te, node, name)
     if value is None:
         return None
@@ -63,6 +67,10 @@ def _intrinsic(ck: ExprChecker, node: ast.Call, name: str) -> TExpr | None:
     if name == "abs" and not value.type.is_signed and value.type.is_int:
         return TExpr(value)
     return TExpr(ir.Unary(name, value, value.type, node.span))
+
+
+def _literals(args: list[TExpr]) -> bool:
+    return all(a.weak and isinstance(a.expr, ir.Const) for a in args)
 
 
 def _as_float(ck: ExprChecker, te: TExpr, node: ast.Call, name: str) -> ir.Expr | None:
@@ -82,6 +90,8 @@ def _minmax(ck: ExprChecker, node: ast.Call, name: str) -> TExpr | None:
     args = [ck.expr(a) for a in node.args]
     if any(a is None for a in args):
         return None
+    if _literals(args):
+        return fold_intrinsic(name, args, node.span)
     acc = args[0]
     for arg in args[1:]:
         target, a, b = unify(acc, arg, ck.bag, node.span, name)

@@ -25,6 +25,8 @@ class Frame:
     tensors: dict[str, ir.TensorParam] = field(default_factory=dict)
     # For tensors seen through an inlined call: the callee's dims in caller terms.
     tensor_dims: dict[str, tuple[ir.Expr, ...]] = field(default_factory=dict)
+    # For an inlined callee's dims: where each got its value ("'x' axis 0").
+    dim_origins: dict[str, str] = field(default_factory=dict)
     loop_vars: set[str] = field(default_factory=set)
     readonly: dict[str, str] = field(default_factory=dict)  # name -> what it is
     parent: "Frame | None" = None

@@ -75,3 +75,36 @@ def fold_unary(op: str, a: TExpr, bag: DiagnosticBag, span: Span) -> TExpr | Non
         return None
     bag.error(span, f"'{op}' needs an integer operand")
     return None
+
+
+def _safe(fn):
+    def apply(x: float) -> float:
+        try:
+            return fn(x)
+        except ValueError:  # outside the domain: what the float function gives at run time
+            return math.nan
+        except OverflowError:
+            return math.inf
+    return apply
+
+
+_FLOAT_FUNCTIONS = {
+    "exp": _safe(math.exp), "log": _safe(lambda x: -math.inf if x == 0 else math.log(x)),
+    "sqrt": _safe(math.sqrt), "rsqrt": _safe(lambda x: math.inf if x == 0 else 1 / math.sqrt(x)),
+    "tanh": math.tanh, "erf": math.erf, "floor": _safe(lambda x: float(math.floor(x))),
+    "ceil": _safe(lambda x: float(math.ceil(x))),
+}
+
+
+def fold_intrinsic(name: str, args: list[TExpr], span: Span) -> TExpr | None:
+    """`sqrt(2.0)`, `abs(-2)`, `max(1, 2.5)` on literals: a literal again (weak, so
+    `x * sqrt(2.0)` stays in x's type). None when `name` does not fold."""
+    values = [a.expr.value for a in args]
+    if name == "abs":
+        return TExpr(weak_const(abs(values[0]), span).expr, args[0].weak)
+    if name in ("min", "max"):
+        kind = "float" if any(a.weak == "float" for a in args) else "int"
+        best = (min if name == "min" else max)(values)
+        return TExpr(weak_const(float(best) if kind == "float" else best, span).expr, kind)
+    fn = _FLOAT_FUNCTIONS.get(name)
+    return None if fn is None else weak_const(fn(float(values[0])), span)

@@ -3,8 +3,13 @@
 The callee's body is type checked again at each call, in its own scope, with its
 parameters bound to the caller's arguments: a tensor parameter becomes the
 caller's tensor (its dims unify with the caller's), a scalar parameter a fresh
-local holding the argument's value. The inlined statements run before the
-statement that made the call. Recursion is reported, since inlining could not end.
+local holding the argument's value (so it is evaluated once). The inlined
+statements run just before the statement that made the call, with two exceptions
+that keep Python's meaning: a call on the right of `and`/`or` or in a branch of
+`a if c else b` runs only when that side is evaluated (exprs.py), and a call in
+index notation or inside a reduction runs once per element, inside the loops
+(stmts.py, calls.py). A callee sees only the functions of its own module.
+Recursion is reported, since inlining could not end.
 """
 
 from __future__ import annotations
@@ -41,8 +46,10 @@ def inline_call(ck: ExprChecker, node: ast.Call, fn: ast.FunctionDef, want_value
         return None
     saved = ctx.take_prelude()
     frame = ck.frame.child(barrier=True)
-    for param, arg in zip(fn.params, args):
-        _bind(ck, frame, param, arg, saved)
+    bound = [_bind(ck, frame, param, arg, saved) for param, arg in zip(fn.params, args)]
+    if not all(bound):  # checking the body now would only report names left unbound
+        ctx.prelude = saved
+        return None
     ret = ir.Sym(f"{fn.name}.result", returns, "local") if returns is not None else None
     caller_functions = ctx.functions
     ctx.functions = ctx.namespace(fn)
@@ -92,60 +99,79 @@ def _match_args(ck: ExprChecker, node: ast.Call, fn: ast.FunctionDef) -> list | 
     return args
 
 
-def _bind(ck: ExprChecker, frame, param: ast.Param, arg: ast.Expr, prelude: list) -> None:
+def _bind(ck: ExprChecker, frame, param: ast.Param, arg: ast.Expr, prelude: list) -> bool:
+    """Bind `param` to `arg` in the callee's `frame`; False after reporting why not."""
     ann = param.annotation
     type_name = strip_qualifier(ann.name)
     dtype = BY_NAME.get(type_name)
     if dtype is None:
         ck.bag.error(ann.span, f"unknown type '{type_name}'")
-        return
+        return False
     if ann.dims is None:
         te = ck.expr(arg)
         prelude.extend(ck.ctx.take_prelude())  # what a call inside the argument computes first
         value = coerce(te, dtype, ck.bag, arg.span, f"argument '{param.name}'")
         if value is None:
-            return
+            return False
         sym = ir.Sym(param.name, dtype, "local")
         prelude.append(ir.Assign(sym, value, arg.span))
         frame.values[param.name] = ir.Var(sym)
         frame.readonly[param.name] = "a parameter"
-        return
+        return True
     if not isinstance(arg, ast.Name):
         ck.bag.error(arg.span, f"argument '{param.name}' must be a tensor name (a tensor parameter expects a whole tensor)")
-        return
+        return False
     tensor = ck.tensor(arg)
     if tensor is None:
-        return
+        return False
     if tensor.dtype != dtype:
         ck.bag.error(arg.span, f"argument '{param.name}' expects {dtype} elements, but '{arg.id}' holds {tensor.dtype}")
-        return
+        return False
     dims = ck.frame.dims_of(strip_qualifier(arg.id)) or tuple(_dim_expr(d) for d in tensor.dims)
     if len(dims) != len(ann.dims):
         ck.bag.error(arg.span, f"argument '{param.name}' expects rank {len(ann.dims)}, but '{arg.id}' has rank {len(dims)}")
-        return
-    for axis, (want, have) in enumerate(zip(ann.dims, dims)):
-        _unify_dim(ck, frame, param.name, axis, want, have, arg)
+        return False
+    unified = [_unify_dim(ck, frame, param.name, axis, want, have, arg)
+               for axis, (want, have) in enumerate(zip(ann.dims, dims))]
     frame.tensors[param.name] = tensor
     frame.tensor_dims[param.name] = dims
+    return all(unified)
 
 
 def _dim_expr(dim) -> ir.Expr:
     return ir.Const(dim, BY_NAME["i64"]) if isinstance(dim, int) else ir.Var(dim)
 
 
-def _unify_dim(ck, frame, pname: str, axis: int, want, have: ir.Expr, arg) -> None:
+def _unify_dim(ck, frame, pname: str, axis: int, want, have: ir.Expr, arg) -> bool:
     if isinstance(want, ast.IntLit):
         if not (isinstance(have, ir.Const) and have.value == want.value):
             ck.bag.error(arg.span, f"argument '{pname}' needs axis {axis} of size {want.value}, "
                          f"but '{arg.id}' axis {axis} is not known to be {want.value}")
-        return
+            return False
+        return True
     name = strip_qualifier(want.id)
     bound = frame.values.get(name)
     if bound is None:
         frame.values[name] = have
         frame.readonly[name] = "a dimension"
+        frame.dim_origins[name] = f"'{arg.id}' axis {axis}"
     elif not same_dim(bound, have):
-        ck.bag.error(arg.span, f"dim '{name}' of '{pname}' (axis {axis}) does not match its other uses in this call")
+        ck.bag.error(arg.span, f"'{arg.id}' axis {axis} has size {_dim_text(have)}, but parameter '{pname}' "
+                     f"needs dim '{name}', which is {_dim_text(bound)} here "
+                     f"(from {frame.dim_origins.get(name, 'an earlier argument')})",
+                     "sizes are matched by name when the program is compiled: "
+                     "declare both axes with the same dim name")
+        return False
+    return True
+
+
+def _dim_text(dim: ir.Expr) -> str:
+    match dim:
+        case ir.Var(sym):
+            return sym.name
+        case ir.Const(value):
+            return str(value)
+    return "?"
 
 
 def same_dim(a: ir.Expr, b: ir.Expr) -> bool:

@@ -104,7 +104,9 @@ def _constant_step(ck, node: ast.Expr) -> int | None:
 def _grid_header(ck, node: ast.For, call: ast.Call, parallel: bool):
     name = "pgrid" if parallel else "grid"
     if len(call.args) != len(node.targets):
-        ck.bag.error(call.span, f"{name}() has {len(call.args)} extents for {len(node.targets)} loop variables")
+        given, wanted = len(call.args), len(node.targets)
+        ck.bag.error(call.span, f"{name}() has {given} extent{'s' * (given != 1)} for {wanted} "
+                     f"loop variable{'s' * (wanted != 1)}", "give one extent per loop variable")
         return None
     extents = [_bound(ck, a, f"an extent of {name}()") for a in call.args]
     if any(e is None for e in extents):

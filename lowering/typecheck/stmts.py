@@ -6,7 +6,8 @@ from dsl.grammar import ast
 
 from .. import ir
 from ..rewrite import map_stmts
-from ..types import I64, value_type
+from ..types import BY_NAME, I64, value_type
+from .calls import INTRINSICS, LOOP_ONLY
 from .coerce import TExpr, coerce, default_type, retype
 from .exprs import ExprChecker, strip_qualifier
 from .index_notation import STATEMENT, scan
@@ -256,6 +257,10 @@ class StmtChecker(ExprChecker):
 
     def expr_stmt(self, value: ast.Expr, span) -> list[ir.Stmt]:
         fn = self.ctx.functions.get(strip_qualifier(value.func)) if isinstance(value, ast.Call) else None
+        if fn is None and isinstance(value, ast.Call) and not self.is_builtin(value.func):
+            self.with_free_indices(value, lambda: self.call(value))  # reports the unknown function
+            self.ctx.take_prelude()
+            return []
         if fn is None:
             self.bag.error(span, "this expression has no effect; only calls to kernels may stand alone")
             return []
@@ -263,6 +268,11 @@ class StmtChecker(ExprChecker):
 
         self.with_free_indices(value, lambda: inline_call(self, value, fn, want_value=False))
         return self.ctx.take_prelude()
+
+    def is_builtin(self, func: str) -> bool:
+        """An intrinsic, a cast or a loop iterable: a call that cannot be a statement."""
+        name = strip_qualifier(func)
+        return name in INTRINSICS or name in LOOP_ONLY or name in BY_NAME
 
     def check_returns(self, fn: ast.FunctionDef) -> None:
         from .returns import check_return_placement

@@ -119,3 +119,15 @@ def test_matmul_with_transposed_b_from_c(tmp_path):
     assert params[0].startswith("const float* A,") and params[5].startswith("const float* B,")
     assert params[10].startswith("float* C,")
     assert len(params) == 15 and all("/*" in p for p in params)
+
+
+def test_header_compiles_whatever_the_parameter_names(tmp_path):
+    source = tmp_path / "names.tk"
+    source.write_text("def names(double: f32[N], x: f32[N], x_size0: i64, y: f32[N]):\n"
+                      "    for i in range(N):\n        y[i] = double[i] + x[i] + f32(x_size0)\n")
+    header = tmp_path / "names.h"
+    result = CliRunner().invoke(main, [str(source), "-o", str(tmp_path / "names.so"), "-H", str(header)])
+    assert result.exit_code == 0, result.stderr
+    (tmp_path / "main.c").write_text('#include "names.h"\nint main(void) { return 0; }\n')
+    cc = subprocess.run([CC, *CFLAGS, "-c", "main.c", "-o", "main.o"], cwd=tmp_path, capture_output=True, text=True)
+    assert cc.returncode == 0, cc.stderr

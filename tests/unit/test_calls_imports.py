@@ -166,7 +166,8 @@ def k(x: f32[N], y: f32[M], z: f32[N], w: f64[N], A: f32[N, N]):
     z[0] = four(x) + four(A)
     add(x, 1.0, z)
 """)
-    assert "t.tk:10:12: error: dim 'L' of 'b' (axis 0) does not match its other uses in this call" in message
+    assert ("t.tk:10:12: error: 'y' axis 0 has size M, but parameter 'b' needs dim 'L', "
+            "which is N here (from 'x' axis 0)") in message
     assert "argument 'b' expects f32 elements, but 'w' holds f64" in message
     assert "argument 'a' needs axis 0 of size 4, but 'x' axis 0 is not known to be 4" in message
     assert "argument 'a' expects rank 1, but 'A' has rank 2" in message
@@ -273,3 +274,17 @@ def test_include_path_is_searched(tmp_path):
     write(tmp_path, main="from util import one\n\ndef k(x: f32[N]):\n    for i in range(N):\n        x[i] = one()\n")
     options = CompileOptions(include_paths=(tmp_path / "elsewhere", lib))
     assert compile_file(tmp_path / "main.tk", options, stop_after="typed").typed.kernels[0].name == "k"
+
+
+def test_every_include_path_is_searched_from_imported_modules(tmp_path):
+    first, second = tmp_path / "first", tmp_path / "second"
+    first.mkdir()
+    second.mkdir()
+    (first / "base.tk").write_text("def two() -> f32:\n    return 2.0\n")
+    (second / "mid.tk").write_text("from base import two\n\ndef four() -> f32:\n    return two() * 2.0\n")
+    text = "from mid import four\n\ndef k(x: f32[N]):\n    for i in range(N):\n        x[i] = four()\n"
+    options = CompileOptions(include_paths=(first, second))
+    job = compile_source(Source("main.tk", text), options, stop_after="guard")  # no base directory
+    x = np.zeros(2, np.float32)
+    run_kernel(job.program.kernels[0], {"x": x})
+    np.testing.assert_array_equal(x, [4, 4])

@@ -143,7 +143,10 @@ def test_nm_lists_one_symbol_per_kernel(tmp_path):
     except FileNotFoundError:
         pytest.skip("nm is not installed")
     exported = {line.split()[-1] for line in nm.stdout.splitlines() if " T " in line}
-    assert {"row_sums", "row_sums_f64", "__dsl_metadata"} <= exported
+    assert "__dsl_metadata" in exported
+    # Besides the metadata, only kernels and their `kernel__variant` entry points.
+    assert {name for name in exported if "__" not in name} == {"row_sums", "row_sums_f64"}
+    assert all(name.split("__")[0] in ("", "row_sums", "row_sums_f64") for name in exported)
 
 
 def test_text_stage_written_with_o(tmp_path):
@@ -243,3 +246,24 @@ def test_unwritable_output_exits_1_without_traceback(tmp_path):
     result = dslc(SAXPY, "--emit=loops", "-o", tmp_path / "no" / "such" / "dir" / "x.txt")
     assert result.exit_code == 1
     assert result.stderr.startswith("dslc: ") and "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--cpu", "notacpu"], "--cpu: 'notacpu' is not a recognized processor"),
+    (["--features", "+nosuchfeature"], "--features: '+nosuchfeature' is not a recognized feature"),
+    (["--target", "bogus-triple"], "--target bogus-triple: No available targets"),
+])
+def test_unknown_target_is_a_usage_error(args, message, tmp_path):
+    # In a child process: without the check, LLVM aborts the whole process.
+    proc = subprocess.run([sys.executable, "-m", "dsl.cli", str(SAXPY), "-o", "s.so", *args],
+                          capture_output=True, text=True, cwd=tmp_path)
+    assert proc.returncode == 2, proc.stderr
+    assert message in proc.stderr and "LLVM ERROR" not in proc.stderr
+    assert not (tmp_path / "s.so").exists()
+
+
+def test_cross_target_assembly():
+    result = dslc(SAXPY, "--emit=asm", "--target", "aarch64-unknown-linux-gnu", "--cpu", "neoverse-n1")
+    assert result.exit_code == 0, result.stderr
+    assert "saxpy:" in result.stdout.splitlines()
+    assert "fmla" in result.stdout or "fmadd" in result.stdout  # AArch64 code: a fused multiply-add

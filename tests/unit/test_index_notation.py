@@ -175,7 +175,7 @@ def k(x: f32[M, N], y: f32[M]):
     run(text, x=x, y=y)
     np.testing.assert_array_equal(y, x.sum(axis=1))
     message = errors("def k(x: f32[M, N]):\n    for a, b in grid(M):\n        x[a, b] = 0.0\n")
-    assert "grid() has 1 extents for 2 loop variables" in message
+    assert "grid() has 1 extent for 2 loop variables" in message
 
 
 def test_helper_call_inside_index_notation_and_reduction():

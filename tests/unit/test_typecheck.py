@@ -225,6 +225,14 @@ def test_intrinsic_arity_and_type_errors():
     assert "unknown function 'expp'" in message and "did you mean 'exp'?" in message
 
 
+def test_intrinsics_of_literals_are_literals():
+    text = typed(body("o32[i] = x32[i] * abs(-2) + sqrt(4) + max(1, 2.5)", "o64[i] = x64[i] * sqrt(2.0)",
+                      "a8[i] = a8[i] + min(4, 7)"))
+    assert "o32[i] = x32[i] * 2.0 + 2.0 + 2.5" in text
+    assert "o64[i] = x64[i] * 1.4142135623730951" in text  # folded in f64, not through f32
+    assert "a8[i] = a8[i] + 4" in text
+
+
 def test_power_with_small_constant_exponent():
     text = typed(body("o32[i] = x32[i] ** 3", "o32[i] = x32[i] ** 0", "oi32[i] = a32[i] ** 2"))
     assert "o32[i] = x32[i] * x32[i] * x32[i]" in text
