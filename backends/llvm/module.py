@@ -11,7 +11,7 @@ from .context import FunctionContext
 from .ltypes import I32
 from .abi import c_args
 from .numpy_entry import define_numpy_entry
-from .runtime import define_thread_setter
+from .runtime import NUM_THREADS_FN, define_thread_setter
 from .versions import define_dispatch, internal_copy
 from .signature import bind_arguments, declare_kernel, define_metadata, define_packed
 from .stmts import emit_block
@@ -37,7 +37,8 @@ def build_module(kernels: list[Kernel], target: Target, metadata: str, *,
         define_packed(module, kernel, func)
         define_numpy_entry(module, kernel, func)
     define_metadata(module, metadata)
-    define_thread_setter(module)
+    if NUM_THREADS_FN in module.globals:  # only modules with parallel loops have threads to set
+        define_thread_setter(module)
     return module
 
 
