@@ -12,6 +12,8 @@ share its array with the expression that produced it.
 
 from __future__ import annotations
 
+from typing import Callable
+
 import numpy as np
 
 from . import interpret_ops as ops
@@ -20,6 +22,8 @@ from . import ir
 from .rewrite import child_exprs, stmt_exprs, walk_expr, walk_stmts
 from .types import F16, value_type
 from .vector import lanes_of
+
+Code = Callable[[list], object]  # a compiled node: env -> value (as in interpret_compile)
 
 
 def has_vectors(kernel: ir.Kernel) -> bool:
@@ -47,7 +51,11 @@ class VectorCompiler:
     """Closures for vector nodes; mixed into `interpret_compile.Compiler`, whose
     `expr`, `var`, `tensor_slot` and `kernel` it uses."""
 
-    def vector_expr(self, e: ir.Expr) -> callable:
+    def vector_expr(self, e: ir.Expr) -> Code:
+        """The closure of a vector node (or an `HReduce`):
+
+            Ramp(i * 8, 1, 4)  ->  lambda env: env[k_i] * 8 + array([0, 1, 2, 3])
+        """
         lanes = self.vector_lanes(e)
         match e:
             case ir.Ramp(base, stride, n):
@@ -89,20 +97,21 @@ class VectorCompiler:
                             f"{type(e).__name__}")
         return lanes_of(e)
 
-    def scalar_expr(self, e: ir.Expr, what: str) -> callable:
+    def scalar_expr(self, e: ir.Expr, what: str) -> Code:
         """`expr(e)` for a place that takes a scalar (loop bounds, conditions)."""
         if self.vectors and lanes_of(e) > 1:
             raise TypeError(f"the interpreter needs a scalar {what}, got {lanes_of(e)} lanes")
         return self.expr(e)
 
-    def vector_binary(self, e: ir.Binary, lanes: int) -> callable:
+    def vector_binary(self, e: ir.Binary, lanes: int) -> Code:
+        """Lane-wise `lhs op rhs` (`interpret_vector_ops.binary_fn`), or `and`/`or`."""
         lhs, rhs = self.expr(e.lhs), self.expr(e.rhs)
         if e.op in ("and", "or"):
             return self.vector_logic(e, lanes, lhs, rhs)
         f = vops.binary_fn(e.op, e.lhs.type)
         return lambda env: f(lhs(env), rhs(env))
 
-    def vector_logic(self, e: ir.Binary, lanes: int, lhs, rhs) -> callable:
+    def vector_logic(self, e: ir.Binary, lanes: int, lhs, rhs) -> Code:
         """A vector lhs: both sides, combined lane-wise. A scalar lhs short-circuits
         as in scalar code (`a and b` is `b if a else False`), then fills the lanes."""
         is_and = e.op == "and"
@@ -118,7 +127,7 @@ class VectorCompiler:
 
         return short_circuit
 
-    def vector_select(self, e: ir.Select, lanes: int) -> callable:
+    def vector_select(self, e: ir.Select, lanes: int) -> Code:
         """A vector condition picks lane by lane (both sides evaluated); a scalar
         one evaluates only the chosen side, then fills the lanes."""
         test, x, y = self.expr(e.cond), self.expr(e.a), self.expr(e.b)
@@ -129,7 +138,7 @@ class VectorCompiler:
 
     # ------------------------------------------------------------- memory
 
-    def vector_load(self, e: ir.Load, lanes: int) -> callable:
+    def vector_load(self, e: ir.Load, lanes: int) -> Code:
         """A gather: lanes where the mask is false are not read, and are 0."""
         ts = self.tensor_slot(e.tensor)
         index = self.vector_indexer(e.tensor, e.indices, e.mask, lanes, e.span or self.span)
@@ -139,84 +148,119 @@ class VectorCompiler:
         def load(env):
             ix, active = index(env)
             arr = env[ts]
-            if not ix:  # a rank-0 tensor (always in bounds): every active lane reads it
-                out = np.full(lanes, arr[()], dtype)
-                return out if active is None else np.where(active, out, dtype(0))
             if active is None:
                 out = arr[ix]
+                if not isinstance(out, np.ndarray):  # only scalar indices: one element
+                    return np.full(lanes, out, dtype)
                 return out.astype(dtype) if widen_f16 else out
             out = np.zeros(lanes, dtype)
-            out[active] = arr[tuple(i[active] for i in ix)]
+            out[active] = arr[_active(ix, active)]
             return out
 
         return load
 
-    def vector_store(self, s: ir.Store, lanes: int) -> callable:
+    def vector_store(self, s: ir.Store, lanes: int) -> Code:
         """A scatter: active lanes only, in increasing lane order (the last wins)."""
         ts, value = self.tensor_slot(s.tensor), self.expr(s.value)
         index = self.vector_indexer(s.tensor, s.indices, s.mask, lanes, s.span or self.span)
-        dtype = _dtype(s.value.type)
+        distinct = any(_distinct_lanes(i) for i in s.indices)  # no two lanes can collide
 
         def store(env):
-            v = widen(value(env), lanes, dtype)
+            v = value(env)
             ix, active = index(env)
+            count = lanes
             if active is not None:
-                ix, v = tuple(i[active] for i in ix), v[active]
+                ix, count = _active(ix, active), int(np.count_nonzero(active))
+                v = v[active] if isinstance(v, np.ndarray) else v
             arr = env[ts]
-            if _distinct(ix, len(v), arr.shape):
+            if distinct or _all_distinct(ix, count, arr.shape):
                 arr[ix] = v  # numpy rounds f32 -> f16 to nearest even, as scalar stores do
                 return
-            for lane in range(len(v)):
-                arr[tuple(i[lane] for i in ix)] = v[lane]
+            for lane in range(count):
+                arr[_lane(ix, lane)] = v[lane] if isinstance(v, np.ndarray) else v
 
         return store
 
-    def vector_indexer(self, tensor: ir.TensorParam, indices, mask, lanes: int, span) -> callable:
-        """A closure giving (index arrays, active lanes or None for all); an active
-        lane out of bounds raises the scalar `IndexError` with that lane's index."""
+    def vector_indexer(self, tensor: ir.TensorParam, indices, mask, lanes: int, span) -> Code:
+        """A closure giving (indices, active lanes): each index a scalar or a vector,
+        `active` None for all lanes or a bool vector. Active lanes are bounds-checked
+        (raising the scalar `IndexError` for the lowest bad lane); inactive ones not."""
         k = self.tensor_slot(tensor) + 1
         fns = [self.expr(i) for i in indices]
         active_fn = None if mask is None else self.expr(mask)
         fail = ops.out_of_bounds(self.kernel.name, tensor, span)
 
         def index(env):
-            shape = env[k]
-            ix = tuple(widen(f(env), lanes, np.int64) for f in fns)
+            ix = tuple(f(env) for f in fns)
             active = None
             if active_fn is not None:
                 active = widen(active_fn(env), lanes, np.bool_)
                 if active.all():
                     active = None
-            bad = None
+                elif not active.any():
+                    return ix, active  # nothing is read: nothing to check
+            shape = env[k]
             for i, n in zip(ix, shape):
-                outside = (i < 0) | (i >= n)
-                bad = outside if bad is None else bad | outside
-            if bad is not None:
-                if active is not None:
-                    bad = bad & active
-                if bad.any():
-                    lane = int(np.argmax(bad))
-                    fail(tuple(i[lane] for i in ix), shape)
+                if not isinstance(i, np.ndarray):
+                    inside = 0 <= i < n
+                elif active is None:
+                    inside = i.view(np.uint64).max() < n  # negative indices wrap to huge
+                else:
+                    inside = not (i.view(np.uint64) >= n)[active].any()
+                if not inside:
+                    _fail_lowest(ix, active, shape, lanes, fail)
             return ix, active
 
         return index
 
 
-def _distinct(ix: tuple, count: int, shape) -> bool:
+def _fail_lowest(ix: tuple, active, shape, lanes: int, fail) -> None:
+    """Raise for the lowest active lane with an index out of bounds."""
+    bad = np.zeros(lanes, np.bool_)
+    for i, n in zip(ix, shape):
+        bad |= (np.asarray(i) < 0) | (np.asarray(i) >= n)
+    if active is not None:
+        bad &= active
+    fail(_lane(ix, int(np.argmax(bad))), shape)
+
+
+def _lane(ix: tuple, lane: int) -> tuple:
+    return tuple(i[lane] if isinstance(i, np.ndarray) else i for i in ix)
+
+
+def _active(ix: tuple, active: np.ndarray) -> tuple:
+    return tuple(i[active] if isinstance(i, np.ndarray) else i for i in ix)
+
+
+def _distinct_lanes(e: ir.Expr) -> bool:
+    """Does `e` differ in every lane (a ramp with a nonzero stride, plus or minus
+    scalars)? Then so do the elements a store with this index names."""
+    match e:
+        case ir.Ramp(stride=stride, lanes=n):
+            return stride != 0 and abs(stride) * (n - 1) < 2**63  # no two lanes equal mod 2**64
+        case ir.Binary("+" | "-", lhs, rhs):
+            if lanes_of(rhs) == 1:
+                return _distinct_lanes(lhs)
+            return e.op == "+" and lanes_of(lhs) == 1 and _distinct_lanes(rhs)
+    return False
+
+
+def _all_distinct(ix: tuple, count: int, shape) -> bool:
     """Do the (in-bounds) lanes of `ix` name different elements? Then one numpy
     scatter does what storing lane by lane would."""
     if count <= 1:
         return True
-    if not ix:
+    vectors = [i for i in ix if isinstance(i, np.ndarray)]
+    if not vectors:
         return False
-    if len(ix) == 1:
-        key = ix[0]
+    if len(vectors) == 1:
+        key = vectors[0]
     else:
         try:
-            key = np.ravel_multi_index(ix, shape)
+            key = np.ravel_multi_index(np.broadcast_arrays(*ix), shape)
         except ValueError:  # a shape too large to linearize: compare tuples
-            return len(set(zip(*(i.tolist() for i in ix)))) == count
-    step = np.diff(key)
+            return len({_lane(ix, lane) for lane in range(count)}) == count
+    step = key[1:] - key[:-1]
     if (step > 0).all() or (step < 0).all():
         return True
     return np.unique(key).size == count

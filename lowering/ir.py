@@ -49,7 +49,7 @@ class Sym:
 
 def fresh(like: Sym, name: str | None = None) -> Sym:
     """A new symbol with the same type and role (for transforms that copy code)."""
-    return Sym(name or like.name, like.type, like.role)
+    return Sym(name or like.name, like.type, like.role, lanes=like.lanes)
 
 
 # ----------------------------------------------------------------- expressions
@@ -131,8 +131,8 @@ class HReduce:
 @dataclass(frozen=True, slots=True)
 class Binary:
     """Arithmetic (+ - * / // % & | ^ << >>), comparison (== != < <= > >=),
-    logical (and or, short-circuit), min and max. Operands share one type,
-    except comparisons (result bool) and shifts."""
+    logical (and or, short-circuit), min and max. Both operands have one type;
+    the result has it too, except comparisons (bool)."""
 
     op: str
     lhs: "Expr"

@@ -130,6 +130,7 @@ class _Verifier:
                 self.for_(s)
             case ir.If(cond, then, orelse):
                 self.typed(cond, BOOL, s, "an if condition")
+                self.scalar(cond, s, "an if condition")
                 outer = self.where
                 self.block(then)
                 self.where = outer
@@ -143,6 +144,7 @@ class _Verifier:
                 self.store(s)
             case ir.Check(cond, code):
                 self.typed(cond, BOOL, s, "a check condition")
+                self.scalar(cond, s, "a check condition")
                 valid = isinstance(code, int) and 0 <= code < len(self.kernel.checks)
                 self.expect(valid, s, f"check code {code!r} is not in the table of "
                                       f"{len(self.kernel.checks)} checks")
@@ -162,15 +164,21 @@ class _Verifier:
         self.expect(s.kind in LOOP_KINDS, s, f"unknown loop kind {s.kind!r}")
         self.typed(s.start, I64, s, "a loop start")
         self.typed(s.stop, I64, s, "a loop stop")
+        self.scalar(s.start, s, "a loop start")
+        self.scalar(s.stop, s, "a loop stop")
         self.scope.add(var)
         outer = self.where
         self.block(s.body)
         self.where = outer
         self.scope.discard(var)
 
+    def scalar(self, e, owner, what: str) -> None:
+        self.expect(lanes_of(e) == 1, owner, f"{what} must be a scalar, not a {lanes_of(e)}-lane vector")
+
     def store(self, s: ir.Store) -> None:
         self.expect(s.tensor.is_output, s, f"stores to input tensor '{s.tensor.name}'")
-        widths = {lanes_of(x) for x in (*s.indices, s.value)} - {1}
+        parts = (*s.indices, s.value) if s.mask is None else (*s.indices, s.value, s.mask)
+        widths = {lanes_of(x) for x in parts} - {1}
         self.expect(len(widths) <= 1, s, f"store operands with different lane counts {sorted(widths)}")
         if s.mask is not None:
             self.typed(s.mask, BOOL, s, "a store mask")

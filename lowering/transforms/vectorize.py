@@ -25,7 +25,8 @@ from .. import ir
 from ..rewrite import map_expr, stmt_exprs, walk_expr, walk_stmts
 from ..types import BOOL
 from ..vector import lanes_of
-from .dependence import is_carried, separated_by
+from .dependence import separated_by
+from .vector_locals import assigned_locals, carried_locals, vector_locals
 from .nest import ScheduleError, find_loop, replace_loop
 from .split import split_loop
 
@@ -37,12 +38,10 @@ REDUCIBLE = ("+", "*", "min", "max")
 def run(kernel: ir.Kernel, d) -> ir.Kernel:
     loop = find_loop(kernel.body, d.loops[0].name, d.loops[0].span)
     if d.ints:
-        main, *tail = split_loop(loop, d.ints[0], d.option("tail", "peel"), d.span)
-        inner = main.body[0]
-        vector = Vectorizer(kernel, inner, d.span).run()
-        new = [replace(main, body=tuple(vector)), *tail]
-    else:
-        new = Vectorizer(kernel, loop, d.span).run()
+        split = split_loop(loop, d.ints[0], d.option("tail", "peel"), d.span)
+        kernel = replace(kernel, body=replace_loop(kernel.body, loop, split))
+        loop = split[0].body[0]
+    new = Vectorizer(kernel, loop, d.span).run()
     return replace(kernel, body=replace_loop(kernel.body, loop, new))
 
 
@@ -76,7 +75,26 @@ class Vectorizer:
         reductions = self._reduction_stores(body)
         rest = tuple(s for s in body if s not in reductions)
         separated_by(rest, self.loop.var, self.what, self.span)
+        self.carried = set(carried_locals(self.kernel.body, self.loop))
+        self._check_carried(body)
+        private = [s for s in assigned_locals(body) if s not in self.carried]
+        for sym in vector_locals(body, private, self._varies):
+            self.vector_locals[sym] = ir.Sym(sym.name, sym.type, "local", lanes=self.lanes)
         return self._block(body, reductions)
+
+    def _varies(self, e: ir.Expr, vectors: set) -> bool:
+        return any(isinstance(n, ir.Var) and (n.sym is self.loop.var or n.sym in vectors) for n in walk_expr(e))
+
+    def _check_carried(self, body) -> None:
+        """A carried local may only be updated as a reduction, and read nowhere else."""
+        for sym in self.carried:
+            for s in walk_stmts(body):
+                update = isinstance(s, ir.Assign) and s.sym is sym
+                if update and _reduction_operand(s.value, lambda e: isinstance(e, ir.Var) and e.sym is sym):
+                    continue
+                if update or any(isinstance(n, ir.Var) and n.sym is sym for e in stmt_exprs(s) for n in walk_expr(e)):
+                    raise ScheduleError(self.span, f"cannot {self.what}: local '{sym.name}' carries a value "
+                                        "between iterations and is not only a reduction (acc = acc + ...)")
 
     # --------------------------------------------------------------- checks
 
@@ -131,18 +149,14 @@ class Vectorizer:
         raise ScheduleError(self.span, f"cannot {self.what}: unsupported statement in its body")
 
     def _assign(self, s: ir.Assign, sym: ir.Sym, value: ir.Expr) -> ir.Stmt:
+        if sym in self.carried:
+            op, rest = _reduction_operand(value, lambda e: isinstance(e, ir.Var) and e.sym is sym)
+            combined = self._horizontal(op, rest, sym.type)
+            return ir.Assign(sym, ir.Binary(op, ir.Var(sym), combined, sym.type), s.span)
         new_value = self._vec(value)
-        if lanes_of(new_value) == 1 and sym not in self.vector_locals:
-            return replace(s, value=new_value)
-        if self._private(sym):
-            vsym = self.vector_locals.setdefault(sym, ir.Sym(sym.name, sym.type, "local", lanes=self.lanes))
-            return ir.Assign(vsym, _widen(new_value, self.lanes), s.span)
-        operand = _reduction_operand(value, lambda e: isinstance(e, ir.Var) and e.sym is sym)
-        if operand is None:
-            raise ScheduleError(self.span, f"cannot {self.what}: local '{sym.name}' carries a value between "
-                                "iterations and is not a reduction (acc = acc + ...)")
-        op, rest = operand
-        return ir.Assign(sym, ir.Binary(op, ir.Var(sym), self._horizontal(op, rest, sym.type), sym.type), s.span)
+        if sym in self.vector_locals:
+            return ir.Assign(self.vector_locals[sym], _widen(new_value, self.lanes), s.span)
+        return replace(s, value=new_value)
 
     def _reduce_store(self, s: ir.Store) -> ir.Stmt:
         op, rest = _reduction_operand(s.value, lambda e: _same_load(e, s))
@@ -160,9 +174,6 @@ class Vectorizer:
 
             value = ir.Select(self.mask, value, ir.Const(identity(_reduce_name(op), t), t), t)
         return ir.HReduce(op, value, t)
-
-    def _private(self, sym: ir.Sym) -> bool:
-        return not is_carried(self.loop.body, sym) and not _used_after(self.kernel.body, self.loop, sym)
 
     def _vec(self, e: ir.Expr) -> ir.Expr:
         var, locals_ = self.loop.var, self.vector_locals
@@ -219,16 +230,3 @@ def _reduce_name(op: str) -> str:
 
 def _widen(e: ir.Expr, lanes: int) -> ir.Expr:
     return e if lanes_of(e) > 1 else ir.Broadcast(e, lanes, getattr(e, "span", None))
-
-
-def _used_after(body, loop: ir.For, sym: ir.Sym) -> bool:
-    """Is `sym` read outside `loop` (its value would be one lane)?"""
-    for s in walk_stmts(body):
-        if s is loop:
-            continue
-        inside = any(s is t for t in walk_stmts(loop.body))
-        if inside:
-            continue
-        if any(isinstance(n, ir.Var) and n.sym is sym for e in stmt_exprs(s) for n in walk_expr(e)):
-            return True
-    return False
