@@ -5,6 +5,8 @@
     abi.py        the C argument layout, as plain data
     stmts.py      loops, ifs, stores, checks
     exprs.py      expressions; arith.py / mathops.py / memory.py the operators
+    vectors.py    vector values (vectorize): splats, ramps, horizontal reductions
+    vector_memory.py  vector loads and stores: contiguous, masked, gather/scatter
 """
 
 from .abi import CArg, c_args, c_type, slot_value

@@ -28,7 +28,7 @@ def emit_stmt(cx: FunctionContext, stmt: Stmt) -> None:
     match stmt:
         case Assign(sym=sym, value=value):
             cx.builder.store(splat(cx, emit_expr(cx, value), sym.lanes), cx.slot(sym))
-        case Store() if stmt.mask is not None or any(lanes_of(i) > 1 for i in stmt.indices):
+        case Store() if stmt.mask is not None or any(lanes_of(x) > 1 for x in (*stmt.indices, stmt.value)):
             vector_store(cx, stmt, emit_expr)
         case Store(tensor=tensor, indices=indices, value=value):
             index_values = [emit_expr(cx, i) for i in indices]
