@@ -1,5 +1,7 @@
 """`vectorize(i)`: the iterations of loop `i` become the lanes of vector values;
-`vectorize(i, w)` first splits `i` by `w` (peeled tail) and vectorizes `i.inner`.
+`vectorize(i, w)` first splits `i` by `w` and vectorizes `i.inner`; the last
+partial vector runs as the scalar loop `i.tail` (`tail=peel`, the default) or as
+one masked vector step (`tail=mask`).
 
     for i.inner in range(0, 8):            y[b + ramp(0, 1, 8)] =
         y[b + i.inner] = a * x[b + i.inner]      a * x[b + ramp(0, 1, 8)]
@@ -37,18 +39,33 @@ REDUCIBLE = ("+", "*", "min", "max")
 
 def run(kernel: ir.Kernel, d) -> ir.Kernel:
     loop = find_loop(kernel.body, d.loops[0].name, d.loops[0].span)
-    if d.ints:
-        split = split_loop(loop, d.ints[0], d.option("tail", "peel"), d.span)
-        kernel = replace(kernel, body=replace_loop(kernel.body, loop, split))
-        loop = split[0].body[0]
-    new = Vectorizer(kernel, loop, d.span).run()
-    return replace(kernel, body=replace_loop(kernel.body, loop, new))
+    if not d.ints:
+        new = Vectorizer(kernel, loop, d.span).run()
+        return replace(kernel, body=replace_loop(kernel.body, loop, new))
+    width, tail = d.ints[0], d.option("tail", "peel")
+    main, rest = split_loop(loop, width, "peel", d.span)
+    kernel = replace(kernel, body=replace_loop(kernel.body, loop, [main, rest]))
+    inner = main.body[0]
+    kernel = replace(kernel, body=replace_loop(kernel.body, inner, Vectorizer(kernel, inner, d.span).run()))
+    if tail == "mask":
+        # Full vectors run unmasked; only the last, partial one is masked.
+        rest = find_loop(kernel.body, rest.name, d.span)  # rebuilt by the replacement above
+        last = Vectorizer(kernel, rest, d.span, lanes=width).run()
+        runs = ir.Binary("<", rest.start, rest.stop, BOOL, rest.span)
+        kernel = replace(kernel, body=replace_loop(kernel.body, rest, [ir.If(runs, tuple(last), (), rest.span)]))
+    return kernel
 
 
 class Vectorizer:
-    def __init__(self, kernel: ir.Kernel, loop: ir.For, span):
+    def __init__(self, kernel: ir.Kernel, loop: ir.For, span, lanes: int | None = None):
+        """`lanes` given: `loop` runs fewer than `lanes` iterations (a split's
+        tail) and becomes one masked vector step."""
         self.kernel, self.loop, self.span = kernel, loop, span
-        self.lanes, self.mask = self._shape(loop)
+        if lanes is None:
+            self.lanes, self.mask = self._shape(loop)
+        else:
+            count = ir.Binary("-", loop.stop, loop.start, loop.start.type)
+            self.lanes, self.mask = lanes, ir.Binary("<", ir.Ramp(ir.Const(0, count.type), 1, lanes), count, BOOL)
         self.ramp = ir.Ramp(loop.start, 1, self.lanes, loop.span)
         self.vector_locals: dict[ir.Sym, ir.Sym] = {}
         self.what = f"vectorize '{loop.name}'"

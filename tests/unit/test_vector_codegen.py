@@ -28,6 +28,7 @@ from dsl.backends.target import host_target
 from dsl.grammar.diagnostics import Source
 from dsl.options import CompileOptions
 from dsl.lowering import ir
+from dsl.lowering.rewrite import map_stmts
 from dsl.lowering.interpret import run_kernel
 from dsl.lowering.types import I64
 from dsl.pipeline import STAGES, compile_source
@@ -590,11 +591,15 @@ def test_gather_and_scatter_at_computed_indices(tmp_path):
     job = compile_source(Source("permute.tk", PERMUTE), CompileOptions(), stop_after="guard")
     kernel = job.program.kernels[0]
     n = kernel.dims[0]
-    loop = kernel.body[-1]
-    gather, scatter = loop.body
-    gather = replace(gather, value=replace(gather.value, indices=(_square_mod_n(gather.indices[0], n),)))
-    scatter = replace(scatter, indices=(_square_mod_n(scatter.indices[0], n),))
-    kernel = replace(kernel, body=(*kernel.body[:-1], replace(loop, body=(gather, scatter))))
+
+    def permuted(st):  # in the full-vector loop and the masked last step alike
+        if isinstance(st, ir.Store) and st.tensor.name == "out":
+            return replace(st, value=replace(st.value, indices=(_square_mod_n(st.value.indices[0], n),)))
+        if isinstance(st, ir.Store) and st.tensor.name == "back":
+            return replace(st, indices=(_square_mod_n(st.indices[0], n),))
+        return None
+
+    kernel = replace(kernel, body=map_stmts(kernel.body, None, permuted))
     job.program = replace(job.program, kernels=(kernel,))
     for stage in STAGES:
         if stage.name in ("llvm", "obj"):
