@@ -5,16 +5,8 @@ from __future__ import annotations
 from .. import ir
 from ..types import I64
 from .exprs import strip_qualifier
+from .inline import _dim_text as _describe
 from .inline import same_dim
-
-
-def _describe(dim: ir.Expr) -> str:
-    match dim:
-        case ir.Var(sym):
-            return sym.name
-        case ir.Const(value):
-            return str(value)
-    return "?"
 
 
 def index_extents(ck, plan) -> dict:
