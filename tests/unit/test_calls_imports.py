@@ -12,20 +12,10 @@ from dsl.lowering.printer import format_kernel
 from dsl.options import CompileOptions
 from dsl.pipeline import compile_file, compile_source
 
-
-def compile_tk(text: str, stage: str):
-    return compile_source(Source("t.tk", text), CompileOptions(), stop_after=stage)
+from tk_program import compile_tk, errors, run
 
 
-def errors(text: str) -> str:
-    with pytest.raises(CompileError) as info:
-        compile_tk(text, "loops")
-    return info.value.render()
 
-
-def run(text: str, **args) -> None:
-    """Run the last kernel, bounds checks included, in the reference interpreter."""
-    run_kernel(compile_tk(text, "guard").program.kernels[-1], args)
 
 
 def test_helper_with_if_else_return_at_the_end():
