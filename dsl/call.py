@@ -241,4 +241,6 @@ class Caller:
         message = f"{self.name}(): {check.message}{where}"
         if check.kind == "bounds":
             return IndexError(message + (f"; {shapes}" if shapes else ""))
+        if check.kind == "memory":
+            return MemoryError(message)
         return ValueError(message + (f"; got {shapes}" if shapes else ""))

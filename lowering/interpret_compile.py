@@ -185,6 +185,8 @@ class Compiler(VectorCompiler):
                 return self.store(s)
             case ir.Check():
                 return self.check(s)
+            case ir.Alloc():
+                return self.alloc(s)
             case ir.IndexStore(indices, store):
                 slots = [self.slot(sym) for sym, _ in indices]
                 extents = [self.scalar_expr(x, "extent") for _, x in indices]
@@ -208,6 +210,18 @@ class Compiler(VectorCompiler):
                 body(env)
 
         return run_for
+
+    def alloc(self, s: ir.Alloc) -> Code:
+        ts, size = self.tensor_slot(s.buffer), self.scalar_expr(s.size, "allocation size")
+        dtype = np.dtype(ops.NP_TYPES[s.buffer.dtype])
+
+        def run_alloc(env):
+            n = int(size(env))
+            # Undefined contents: NaN (or a large integer) makes a read before a write show.
+            env[ts] = np.full(n, np.nan if dtype.kind == "f" else 0x5A5A, dtype=dtype)
+            env[ts + 1] = (n,)
+
+        return run_alloc
 
     def check(self, s: ir.Check) -> Code:
         cond, code, name = self.scalar_expr(s.cond, "check condition"), s.code, self.kernel.name

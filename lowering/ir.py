@@ -14,7 +14,7 @@ operation with a vector operand (scalar operands are broadcast implicitly).
 
     expr := Const | Var | Shape | Load | Binary | Unary | Cast | Call | Select
           | Overlaps | Reduce (kernel IR only)
-    stmt := For | If | Assign | Store | Check | IndexStore (kernel IR only)
+    stmt := For | If | Assign | Store | Check | Alloc | IndexStore (kernel IR only)
 """
 
 from __future__ import annotations
@@ -267,6 +267,23 @@ class Check:
 
 
 @dataclass(frozen=True, slots=True)
+class Alloc:
+    """Give the scratch tensor `buffer` (rank 1, unit stride, `scratch=True`) room
+    for `size` elements, 64-byte aligned, until the kernel returns.
+
+    Its contents start undefined. Running an `Alloc` again replaces the buffer
+    (the old one is freed). If memory runs out, the kernel stops with
+    `kernel.checks[code]`. Transforms create these (`contract` packs operands
+    into them); the source language has no way to name one.
+    """
+
+    buffer: "TensorParam"
+    size: Expr
+    code: int
+    span: Span | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class IndexStore:
     """Kernel IR only: `tensor[...] = value` over the free `indices` (index notation)."""
 
@@ -275,20 +292,25 @@ class IndexStore:
     span: Span | None = None
 
 
-Stmt = For | If | Assign | Store | Check | IndexStore
+Stmt = For | If | Assign | Store | Check | Alloc | IndexStore
 
 # ------------------------------------------------------------------- kernels
 
 
 @dataclass(frozen=True, eq=False, slots=True)
 class TensorParam:
-    """A tensor parameter: dtype, one dim per axis (a dim `Sym` or an int)."""
+    """A tensor parameter: dtype, one dim per axis (a dim `Sym` or an int).
+
+    `scratch` marks a buffer a transform allocates (`Alloc`), not a parameter:
+    rank 1, unit stride, owned by the kernel.
+    """
 
     name: str
     dtype: ScalarType
     dims: tuple[Sym | int, ...]
     is_output: bool
     span: Span | None = None
+    scratch: bool = False
 
     @property
     def rank(self) -> int:
@@ -317,7 +339,7 @@ Param = TensorParam | ScalarParam
 
 @dataclass(frozen=True, slots=True)
 class CheckInfo:
-    """What a failed `Check` means: `kind` is 'shape', 'overlap' or 'bounds'."""
+    """What a failed `Check` means: `kind` is 'shape', 'overlap', 'bounds' or 'memory'."""
 
     kind: str
     message: str

@@ -75,6 +75,8 @@ def _map_children(s: ir.Stmt, expr_fn, stmt_fn) -> ir.Stmt:
                            mask=None if mask is None else ex(mask))
         case ir.Check(cond):
             return replace(s, cond=ex(cond))
+        case ir.Alloc(size=size):
+            return replace(s, size=ex(size))
         case ir.IndexStore(indices, store):
             idx = tuple((sym, ex(x)) for sym, x in indices)
             return replace(s, indices=idx, store=_map_children(store, expr_fn, stmt_fn))
@@ -120,6 +122,8 @@ def stmt_exprs(s: ir.Stmt) -> tuple[ir.Expr, ...]:
             return (*indices, value) if mask is None else (*indices, value, mask)
         case ir.Check(cond):
             return (cond,)
+        case ir.Alloc(size=size):
+            return (size,)
         case ir.IndexStore(indices, store):
             return (*(x for _, x in indices), *stmt_exprs(store))
     return ()

@@ -71,6 +71,7 @@ class _Verifier:
         self.kernel = kernel
         self.level = level
         self.tensors = set(kernel.tensors)  # TensorParam hashes by identity
+        self.tensors |= {s.buffer for s in walk_stmts(kernel.body) if isinstance(s, ir.Alloc)}
         self.scalars = {p.sym for p in kernel.params if isinstance(p, ir.ScalarParam)}
         self.dims = set(kernel.dims)
         self.assigned = {s.sym for s in walk_stmts(kernel.body) if isinstance(s, ir.Assign)}
@@ -148,6 +149,13 @@ class _Verifier:
                 valid = isinstance(code, int) and 0 <= code < len(self.kernel.checks)
                 self.expect(valid, s, f"check code {code!r} is not in the table of "
                                       f"{len(self.kernel.checks)} checks")
+            case ir.Alloc(buffer, size, code):
+                self.expect(buffer.scratch and buffer.rank == 1 and buffer.is_output, s,
+                            f"alloc of '{buffer.name}', which is not a rank-1 scratch buffer")
+                self.typed(size, I64, s, "an allocation size")
+                self.scalar(size, s, "an allocation size")
+                valid = isinstance(code, int) and 0 <= code < len(self.kernel.checks)
+                self.expect(valid, s, f"alloc code {code!r} is not in the table of checks")
             case ir.IndexStore(indices, store):
                 self.expect(self.level == "kernel", s, "index notation left in loop IR")
                 self.expect(isinstance(store, ir.Store), s, "IndexStore must hold a Store")

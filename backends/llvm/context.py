@@ -3,6 +3,10 @@
 Every non-argument `Sym` gets an `alloca` in the entry block the first time it
 is used, so definitions need not dominate uses; mem2reg/SROA make them SSA. A
 vector local (`Sym.lanes > 1`) gets a `<lanes x T>` slot.
+
+Every return goes through one exit block (`return_status`), which frees the
+scratch buffers the function allocated (scratch.py) on every path, failed
+checks included.
 """
 
 from __future__ import annotations
@@ -48,6 +52,8 @@ class FunctionContext:
         self.slots: dict[Sym, ir.AllocaInstr] = {}
         self.tensors: dict[TensorParam, TensorArgs] = {}
         self.fail_blocks: dict[int, ir.Block] = {}
+        self.scratch_slots: dict[TensorParam, ir.AllocaInstr] = {}  # null until allocated
+        self._exit: tuple[ir.Block, ir.PhiInstr] | None = None
         reassoc = kernel.options.reassociate
         self.fmf: tuple[str, ...] = ("contract", "reassoc") if reassoc else ("contract",)
 
@@ -73,9 +79,21 @@ class FunctionContext:
         block = self.fail_blocks.get(code)
         if block is None:
             block = self.func.append_basic_block(f"check{code}.fail")
-            ir.IRBuilder(block).ret(ir.Constant(I32, code + 1))
+            self._jump_to_exit(ir.IRBuilder(block), ir.Constant(I32, code + 1))
             self.fail_blocks[code] = block
         return block
+
+    def return_status(self, status: ir.Value) -> None:
+        """End the current block: return the i32 `status` (through the exit block)."""
+        self._jump_to_exit(self.builder, status)
+
+    def _jump_to_exit(self, bld: ir.IRBuilder, status: ir.Value) -> None:
+        if self._exit is None:
+            block = self.func.append_basic_block("exit")
+            self._exit = (block, ir.IRBuilder(block).phi(I32, name="status"))
+        block, phi = self._exit
+        phi.add_incoming(status, bld.block)
+        bld.branch(block)
 
     def new_block(self, name: str) -> ir.Block:
         """A new basic block at the end of the function."""
@@ -100,8 +118,18 @@ class FunctionContext:
         return self.declare(f"{base}.{intrinsic_suffix(typ)}", typ, [typ] * nargs)
 
     def finish(self) -> None:
-        """Close the entry block (allocas only) with a jump to the body."""
+        """Close the entry block with a jump to the body; free scratch and return at the exit."""
         self.alloca_builder.branch(self.body_start)
+        if self._exit is None:
+            return
+        block, phi = self._exit
+        bld = ir.IRBuilder(block)
+        bld.position_at_end(block)
+        if self.scratch_slots:
+            from .scratch import free_all  # scratch.py builds on this module
+
+            free_all(self, bld)
+        bld.ret(phi)
 
 
 def intrinsic_suffix(typ: ir.Type) -> str:

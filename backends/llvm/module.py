@@ -64,5 +64,5 @@ def _define_body(func: ir.Function, kernel: Kernel, unit_inner: bool = False) ->
             if t.strides:
                 t.strides[-1] = ir.Constant(t.strides[-1].type, 1)
     emit_block(cx, kernel.body)
-    cx.builder.ret(ir.Constant(I32, 0))
+    cx.return_status(ir.Constant(I32, 0))
     cx.finish()

@@ -103,7 +103,7 @@ def _plan(cx: FunctionContext, loop: For) -> _Plan:
     outside = _read_outside(cx.kernel.body, loop)
     liveout = sorted(assigned & outside, key=lambda s: s.id)
     syms = sorted((read | set(liveout)) - {loop.var}, key=lambda s: s.id)
-    tensors = [t for t in cx.kernel.tensors if t in used_tensors]
+    tensors = [t for t in cx.tensors if t in used_tensors]  # parameters, then live scratch
     return _Plan(tensors, syms, liveout)
 
 
@@ -158,7 +158,7 @@ def _define_body(cx: FunctionContext, loop: For, plan: _Plan, values: list[ir.Va
     run, empty = wcx.new_block("run"), wcx.new_block("empty")
     bld.cbranch(bld.icmp_unsigned("<", k0, k1), run, empty)
     bld.position_at_end(empty)
-    bld.ret(int_const(I32, 0))
+    wcx.return_status(int_const(I32, 0))
     bld.position_at_end(run)
     step = int_const(I64, loop.step)
     first = bld.add(start, bld.mul(k0, step))
@@ -171,7 +171,7 @@ def _define_body(cx: FunctionContext, loop: For, plan: _Plan, values: list[ir.Va
     emit_loop(wcx, replace(loop, start=Var(lo), stop=Var(hi), kind="serial"))
     if plan.liveout:
         _copy_back(wcx, plan, ctx, ctx_type, len(values), bld.icmp_unsigned("==", k1, trip))
-    bld.ret(int_const(I32, 0))
+    wcx.return_status(int_const(I32, 0))
     wcx.finish()
     return fn
 
@@ -312,5 +312,5 @@ def _return_if_failed(cx: FunctionContext, status: ir.Value) -> None:
     failed, ok = cx.new_block("par.failed"), cx.new_block("par.ok")
     bld.cbranch(bld.icmp_signed("!=", status, int_const(I32, 0)), failed, ok)
     bld.position_at_end(failed)
-    bld.ret(status)
+    cx.return_status(status)
     bld.position_at_end(ok)

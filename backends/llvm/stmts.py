@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from dsl.lowering.ir import Assign, Check, For, If, Stmt, Store
+from dsl.lowering.ir import Alloc, Assign, Check, For, If, Stmt, Store
 from dsl.lowering.vector import lanes_of
 
 from ..errors import BackendError
@@ -12,6 +12,7 @@ from .context import FunctionContext
 from .exprs import emit_expr
 from .ltypes import int_const
 from .parallel import emit_parallel_for
+from .scratch import emit_alloc
 from .memory import store_element
 from .vector_memory import vector_store
 from .vectors import splat
@@ -37,6 +38,8 @@ def emit_stmt(cx: FunctionContext, stmt: Stmt) -> None:
             ok = cx.new_block(f"check{code}.ok")
             cx.builder.cbranch(emit_expr(cx, cond), ok, cx.fail_block(code))
             cx.builder.position_at_end(ok)
+        case Alloc():
+            emit_alloc(cx, stmt)
         case If():
             _emit_if(cx, stmt)
         case For(kind="parallel") if not cx.in_parallel:
