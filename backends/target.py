@@ -17,6 +17,8 @@ from dataclasses import dataclass
 
 import llvmlite.binding as llvm
 
+from dsl.lowering.machine import Machine
+
 # CPUs whose vector width we must know when no feature string is given
 # (LLVM derives the features from the name, but does not tell llvmlite).
 _AVX512_CPUS = (
@@ -46,6 +48,11 @@ class Target:
     vector_bits: int
     vector_registers: int
     has_fma: bool
+
+    @property
+    def machine(self) -> Machine:
+        """What the scheduler needs to know of this target."""
+        return Machine(self.vector_bits, self.vector_registers, self.has_fma)
 
     @property
     def arch(self) -> str:

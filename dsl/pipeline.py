@@ -92,8 +92,19 @@ def _schedule(job: Job) -> None:
             print(f"// ----- after {name} ({kernel.name}) -----", file=sys.stderr)
             print(format_kernel(kernel), file=sys.stderr)
 
-    kernels = tuple(apply_schedule(k, after, job.options.verify) for k in job.program.kernels)
+    machine = _target(job).machine
+    kernels = tuple(apply_schedule(k, after, job.options.verify, machine) for k in job.program.kernels)
     job.program = replace(job.program, kernels=kernels)
+
+
+def _target(job: Job):
+    """The job's `Target`, made on first use (the scheduler needs it too)."""
+    if job.target is None:
+        from dsl.backends.target import make_target
+
+        opts = job.options
+        job.target = make_target(opts.triple, opts.cpu, opts.features)
+    return job.target
 
 
 def _loop_pass(p) -> Callable[[Job], None]:
@@ -108,10 +119,8 @@ def _loop_pass(p) -> Callable[[Job], None]:
 def _llvm(job: Job) -> None:
     from dsl.backends.llvm.module import build_module
     from dsl.backends.optimize import optimize, verify_llvm
-    from dsl.backends.target import make_target
-
     opts = job.options
-    job.target = make_target(opts.triple, opts.cpu, opts.features)
+    _target(job)
     job.metadata = program_metadata(job.program)
     module = build_module(list(job.program.kernels), job.target, job.metadata, module_name=job.source.name)
     ref = verify_llvm(module)

@@ -47,7 +47,9 @@ SIGNATURES: dict[str, tuple[int | None, tuple[int, ...], tuple[str, ...]]] = {
     "parallel": (1, (0,), ()),
     "fuse": (2, (0,), ()),
     "vectorize": (1, (0, 1), ("tail",)),
+    "contract": (None, (0,), ("mr", "nr", "mc", "kc", "nc")),
 }
+INT_OPTIONS = ("mr", "nr", "mc", "kc", "nc")
 TAILS = ("peel", "mask")
 
 
@@ -85,6 +87,8 @@ def _directive(node, bag: DiagnosticBag) -> Directive | None:
         bad = next(a for a in ints if a.value <= 0)
         bag.error(bad.span, f"{name}(): the factor must be a positive integer, not {bad.value}")
         return None
+    if name == "contract":
+        n_loops = len(loops) if len(loops) <= 1 else 1
     if (n_loops is None and len(loops) < 2) or (n_loops is not None and len(loops) != n_loops) \
             or len(ints) not in n_ints:
         bag.error(node.span, f"{name}() takes {_describe(name)}")
@@ -101,6 +105,11 @@ def _option(name: str, kw: ast.Keyword, keywords, bag: DiagnosticBag):
     if kw.name not in keywords:
         bag.error(kw.span, f"{name}() has no option '{kw.name}'", *did_you_mean(kw.name, keywords))
         return None
+    if kw.name in INT_OPTIONS:
+        if not isinstance(kw.value, ast.IntLit) or kw.value.value <= 0:
+            bag.error(kw.value.span, f"{kw.name}= takes a positive integer")
+            return None
+        return kw.value.value
     value = kw.value.id if isinstance(kw.value, ast.Name) else None
     if value not in TAILS:
         bag.error(kw.value.span, f"tail= takes {' or '.join(TAILS)}", *did_you_mean(str(value), TAILS))
@@ -117,4 +126,5 @@ def _describe(name: str) -> str:
         "parallel": "one loop: parallel(i)",
         "fuse": "two adjacent loops: fuse(i, j)",
         "vectorize": "a loop and an optional width: vectorize(i) or vectorize(i, 8)",
+        "contract": "at most one loop, the nest's outermost: contract(m) or contract()",
     }[name]

@@ -13,16 +13,28 @@ from dsl.grammar.diagnostics import CompileError, Diagnostic
 
 from .. import ir
 from ..verify import verify
-from . import fuse, parallel, reorder, split, tile, unroll, vectorize
+from ..machine import Machine
+from . import contract, fuse, parallel, reorder, split, tile, unroll, vectorize
 from .nest import ScheduleError
 
-PASSES = {p.name: p for p in (split, tile, reorder, unroll, parallel, fuse, vectorize)}
+PASSES = {p.name: p for p in (split, tile, reorder, unroll, parallel, fuse, vectorize, contract)}
 
 
-def apply_schedule(kernel: ir.Kernel, after=None, check: bool = True) -> ir.Kernel:
+def apply_schedule(kernel: ir.Kernel, after=None, check: bool = True, machine: Machine = Machine()) -> ir.Kernel:
+    """Run the kernel's directives; a kernel without any gets the automatic schedule."""
+    if not kernel.schedule:
+        kernel = contract.auto(kernel, machine)
+        if check:
+            verify(kernel, "loops")
+        if after is not None:
+            after("auto", kernel)
+        return kernel
     for directive in kernel.schedule:
         try:
-            kernel = PASSES[directive.name].run(kernel, directive)
+            if directive.name == "contract":
+                kernel = contract.run(kernel, directive, machine)
+            else:
+                kernel = PASSES[directive.name].run(kernel, directive)
         except ScheduleError as err:
             raise CompileError(Diagnostic(err.span, err.message, notes=tuple(err.notes))) from None
         if check:

@@ -1,0 +1,63 @@
+"""What the scheduler knows about the machine: vector width, registers, FMA.
+
+The back-end's `Target` derives one of these (`Target.machine`); the passes
+take it as data, so nothing below `backends/` asks which CPU it is on.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .types import ScalarType
+
+
+@dataclass(frozen=True, slots=True)
+class Machine:
+    vector_bits: int = 256
+    vector_registers: int = 16
+    has_fma: bool = True
+
+    def lanes(self, t: ScalarType) -> int:
+        """Elements of type `t` in one vector register (8 f32 on AVX2, 4 on NEON)."""
+        return max(1, self.vector_bits // t.bits)
+
+
+@dataclass(frozen=True, slots=True)
+class MicroTile:
+    """A register block of C: `mr` rows by `vectors` vectors of `lanes` elements."""
+
+    mr: int
+    vectors: int
+    lanes: int
+
+    @property
+    def nr(self) -> int:
+        return self.vectors * self.lanes
+
+
+def micro_tile(machine: Machine, t: ScalarType) -> MicroTile:
+    """The largest register block of C that fits with its operands.
+
+    The accumulators (mr x vectors), one row of B (vectors) and one broadcast
+    of A must fit in the vector registers. Each k step issues mr x vectors
+    FMAs and mr + vectors loads; a shape is load-bound when the loads
+    outnumber the FMAs (both units issue about as many per cycle). Among the
+    shapes that are not, take the most accumulators (they hide the FMA
+    latency), then the one closest to two vectors wide: 6 x 16 f32 on AVX2's
+    16 registers, 14 x 8 on NEON's 32.
+
+    >>> micro_tile(Machine(256, 16), F32)          # doctest: +SKIP
+    MicroTile(mr=6, vectors=2, lanes=8)
+    """
+    lanes = machine.lanes(t)
+    best: tuple | None = None
+    for vectors in range(1, 5):
+        mr = (machine.vector_registers - vectors - 1) // vectors
+        if mr < 1:
+            continue
+        fmas, loads = mr * vectors, mr + vectors
+        score = (min(1.0, fmas / loads), fmas, -abs(vectors - 2))
+        if best is None or score > best[0]:
+            best = (score, MicroTile(mr, vectors, lanes))
+    assert best is not None
+    return best[1]

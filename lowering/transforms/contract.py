@@ -1,0 +1,152 @@
+"""`contract(m)`: a matmul-shaped nest becomes packed, blocked GEMM (BLIS order).
+
+    for n.panel in range(0, N, nc):               panels of B that fit in L3
+        for k.panel in range(0, max(K, 1), kc):   panels of K that fit in L2
+            pack B's kc x nc block into Bp        (strips of nr columns)
+            for m.block in range(0, blocks) parallel:
+                pack A's mc x kc block into Ap    (strips of mr rows)
+                for n.strip in range(0, nc, nr):
+                    for m.strip in range(0, mc, mr):
+                        micro-kernel: C's mr x nr tile in registers
+
+`m` names the nest's outer loop; `contract()` with no loop takes every
+contraction in the kernel. The tile (mr x nr) comes from the machine's vector
+width and register count; mc, kc and nc default to 144, 256 and 1024 elements
+(kc halves for f64) and may be set as options: `contract(m, kc=128)`.
+The M blocks are balanced (equal to within mr) and each has its own region of
+Ap, so they run in parallel without sharing. Legal when C does not overlap A
+or B (the entry checks prove it unless the kernel is `inplace`): every C
+element's sum still runs over k in order, from 0, so results match the plain
+loop (up to FMA contraction, which the plain loop may also use).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from .. import ir
+from ..arith import add, compare, floordiv, i64, maximum, minimum, mul, sub
+from ..machine import Machine, MicroTile, micro_tile
+from ..rewrite import walk_stmts
+from ..types import I64
+from .contract_match import Contraction, match_nest
+from .microkernel import tile_body
+from .nest import ScheduleError, find_loop, replace_loop
+from .pack import pack_a, pack_b
+
+name = "contract"
+OPTIONS = ("mr", "nr", "mc", "kc", "nc")
+
+
+def run(kernel: ir.Kernel, d, machine: Machine = Machine()) -> ir.Kernel:
+    """Apply the `contract` directive `d`; a nest that does not match is an error."""
+    if kernel.options.inplace:
+        raise ScheduleError(d.span, "contract() needs outputs that do not overlap inputs",
+                            "this kernel is @options(inplace=True)")
+    if d.loops:
+        loop = find_loop(kernel.body, d.loops[0].name, d.loops[0].span)
+        found = match_nest(loop)
+        if isinstance(found, str):
+            raise ScheduleError(d.loops[0].span, f"loop '{loop.name}' is not a contraction: {found}")
+        return _rewrite(kernel, [found], machine, dict(d.options), d.span)
+    found = contractions(kernel)
+    if not found:
+        raise ScheduleError(d.span, "contract(): this kernel has no contraction",
+                            "a contraction is index notation such as C[m, n] = sum(A[m, k] * B[k, n])")
+    return _rewrite(kernel, found, machine, dict(d.options), d.span)
+
+
+def auto(kernel: ir.Kernel, machine: Machine) -> ir.Kernel:
+    """The automatic schedule's part: every contraction, with default blocking."""
+    if kernel.options.inplace:
+        return kernel
+    found = contractions(kernel)
+    return _rewrite(kernel, found, machine, {}, None) if found else kernel
+
+
+def contractions(kernel: ir.Kernel) -> list[Contraction]:
+    """The contraction nests of `kernel`, outermost first (none inside another)."""
+    out: list[Contraction] = []
+    inside: set[int] = set()
+    for s in walk_stmts(kernel.body):
+        if isinstance(s, ir.For) and id(s) not in inside:
+            found = match_nest(s)
+            if isinstance(found, Contraction):
+                out.append(found)
+                inside.update(id(x) for x in walk_stmts(s.body))
+    return out
+
+
+def _rewrite(kernel: ir.Kernel, found: list[Contraction], machine: Machine, options: dict, span) -> ir.Kernel:
+    code = len(kernel.checks)
+    info = ir.CheckInfo("memory", "out of memory for the packed operands of a matmul", span or kernel.span)
+    body = kernel.body
+    for c in found:
+        tile = _tile(machine, c, options, span)
+        body = replace_loop(body, c.nest, _blocked(c, tile, _blocking(c, tile, options), code))
+    return replace(kernel, body=body, checks=(*kernel.checks, info))
+
+
+def _tile(machine: Machine, c: Contraction, options: dict, span) -> MicroTile:
+    tile = micro_tile(machine, c.dtype)
+    mr, nr = options.get("mr", tile.mr), options.get("nr", tile.nr)
+    if nr % tile.lanes:
+        raise ScheduleError(span, f"contract(): nr={nr} is not a multiple of the vector width {tile.lanes}")
+    return MicroTile(mr, nr // tile.lanes, tile.lanes)
+
+
+def _blocking(c: Contraction, t: MicroTile, options: dict) -> tuple[int, int, int]:
+    """(mc, kc, nc): mc a multiple of mr, nc of nr."""
+    mc = max(t.mr, options.get("mc", 144) // t.mr * t.mr)
+    kc = options.get("kc", 256 * 32 // c.dtype.bits)
+    nc = max(t.nr, options.get("nc", 1024) // t.nr * t.nr)
+    return mc, kc, nc
+
+
+def _roundup(x: ir.Expr, f: int) -> ir.Expr:
+    return mul(floordiv(add(x, i64(f - 1)), i64(f)), i64(f))
+
+
+def _blocked(c: Contraction, t: MicroTile, blocking: tuple[int, int, int], code: int) -> list[ir.Stmt]:
+    mc_max, kc_max, nc_max = blocking
+    span, dtype = c.nest.span, c.dtype
+
+    def local(label: str) -> ir.Sym:
+        return ir.Sym(label, I64, "local")
+
+    M, N, K, mc, blocks = (local(x) for x in ("M", "N", "K", "mc", "blocks"))
+    nc, kc, ic, mcur = local("nc"), local("kc"), local("ic"), local("mcur")
+    a_buf = ir.TensorParam("Ap", dtype, (ir.Sym("Ap.size", I64, "dim"),), True, span, scratch=True)
+    b_buf = ir.TensorParam("Bp", dtype, (ir.Sym("Bp.size", I64, "dim"),), True, span, scratch=True)
+    setup = [
+        ir.Assign(M, c.m.stop, span), ir.Assign(N, c.n.stop, span), ir.Assign(K, c.k.stop, span),
+        ir.Alloc(b_buf, mul(i64(kc_max), minimum(i64(nc_max), _roundup(ir.Var(N), t.nr))), code, span),
+        ir.Alloc(a_buf, mul(_roundup(ir.Var(M), t.mr), i64(kc_max)), code, span),
+        # Balanced M blocks: as few as mc allows, of equal size up to mr.
+        ir.Assign(blocks, maximum(i64(1), floordiv(add(ir.Var(M), i64(mc_max - 1)), i64(mc_max))), span),
+        ir.Assign(mc, _roundup(floordiv(add(ir.Var(M), sub(ir.Var(blocks), i64(1))), ir.Var(blocks)), t.mr), span),
+    ]
+    jc_loop_var, pc_loop_var = ir.Sym("jc", I64, "loop"), ir.Sym("pc", I64, "loop")
+    js, strip = ir.Sym("js", I64, "loop"), ir.Sym("is", I64, "loop")
+    block = ir.Sym("block", I64, "loop")
+    at = {"jc": ir.Var(jc_loop_var), "pc": ir.Var(pc_loop_var), "kc": ir.Var(kc), "nc": ir.Var(nc),
+          "ic": ir.Var(ic), "mcur": ir.Var(mcur), "Ap": a_buf, "Bp": b_buf, "N": ir.Var(N),
+          "m0": add(ir.Var(ic), ir.Var(strip)), "n0": add(ir.Var(jc_loop_var), ir.Var(js)),
+          "rows": minimum(i64(t.mr), sub(ir.Var(mcur), ir.Var(strip))),
+          "cols": minimum(i64(t.nr), sub(ir.Var(nc), ir.Var(js))),
+          "a0": mul(add(ir.Var(ic), ir.Var(strip)), ir.Var(kc)), "b0": mul(ir.Var(js), ir.Var(kc))}
+    tile = tile_body(c, t, at, ir.Var(kc), compare("==", ir.Var(pc_loop_var), i64(0)))
+    m_strips = ir.For(strip, i64(0), ir.Var(mcur), t.mr, tuple(tile), f"{c.m.name}.strip", span=span)
+    n_strips = ir.For(js, i64(0), ir.Var(nc), t.nr, (m_strips,), f"{c.n.name}.strip", span=span)
+    block_body = [ir.Assign(ic, mul(ir.Var(block), ir.Var(mc)), span),
+                  ir.Assign(mcur, minimum(ir.Var(mc), sub(ir.Var(M), ir.Var(ic))), span),
+                  *pack_a(c, t, at), n_strips]
+    m_blocks = ir.For(block, i64(0), ir.Var(blocks), 1, tuple(block_body), f"{c.m.name}.block", "parallel", span)
+    k_body = [ir.Assign(kc, minimum(i64(kc_max), sub(ir.Var(K), ir.Var(pc_loop_var))), span),
+              *pack_b(c, t, at), m_blocks]
+    # At least one K panel, so that an empty sum (K = 0) still writes zeros.
+    k_panels = ir.For(pc_loop_var, i64(0), maximum(ir.Var(K), i64(1)), kc_max, tuple(k_body),
+                      f"{c.k.name}.panel", span=span)
+    n_body = [ir.Assign(nc, minimum(i64(nc_max), sub(ir.Var(N), ir.Var(jc_loop_var))), span), k_panels]
+    n_panels = ir.For(jc_loop_var, i64(0), ir.Var(N), nc_max, tuple(n_body), f"{c.n.name}.panel", span=span)
+    return [*setup, n_panels]

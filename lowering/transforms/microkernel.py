@@ -1,0 +1,83 @@
+"""The register-blocked micro-kernel: one `mr x nr` tile of C from packed panels.
+
+    acc[r][c] = C[m0 + r, n0 + c*L : +L]     (or 0 on the first panel of K)
+    for p in range(kc):
+        b[c] = Bp[b0 + p*nr + c*L : +L]                      (`vectors` loads)
+        acc[r][c] = fma(broadcast(Ap[a0 + p*mr + r]), b[c], acc[r][c])
+    C[m0 + r, n0 + c*L : +L] = acc[r][c]
+
+The accumulators are vector locals, which LLVM keeps in registers: the tile
+shape comes from `machine.micro_tile`, sized so they and the operands fit.
+Starting from C (not from 0) on later K panels keeps the sum's order that of
+the plain loop. A tile that overhangs C's edge reads and writes only the rows
+that exist, under a lane mask for the columns.
+"""
+
+from __future__ import annotations
+
+from .. import ir
+from ..arith import add, compare, i64, mul
+from ..machine import MicroTile
+from ..types import BOOL, I64
+from .contract_match import Contraction
+from .nest import substitute_expr
+
+
+def tile_body(c: Contraction, t: MicroTile, at: dict, kc: ir.Expr, first_panel: ir.Expr) -> list[ir.Stmt]:
+    """Statements computing the tile at C[at['m0'].., at['n0']..].
+
+    `at` holds i64 expressions: m0, n0 (the tile's corner in C), rows and cols
+    (how much of the tile lies inside C), N (C's extent along n), a0 and b0
+    (the panels' offsets), and the scratch buffers Ap and Bp.
+    """
+    dtype = c.dtype
+    acc = [[ir.Sym(f"acc{r}_{v}", dtype, "local", lanes=t.lanes) for v in range(t.vectors)]
+           for r in range(t.mr)]
+    full = ir.Binary("and", compare("==", at["rows"], i64(t.mr)), compare("==", at["cols"], i64(t.nr)), BOOL)
+
+    def c_access(r: int, v: int):
+        """C's indices for row r, vector v of the tile, and the mask of its columns in C."""
+        column = ir.Ramp(add(at["n0"], i64(v * t.lanes)), 1, t.lanes)
+        indices = tuple(substitute_expr(x, {c.m.var: add(at["m0"], i64(r)), c.n.var: column})
+                        for x in c.store.indices)
+        return indices, ir.Binary("<", column, at["N"], BOOL)
+
+    def each(make) -> list[ir.Stmt]:
+        """`make(r, v, masked)` for every accumulator: unmasked when the tile is whole."""
+        whole = [s for r in range(t.mr) for v in range(t.vectors) for s in make(r, v, False)]
+        edge = [ir.If(compare("<", i64(r), at["rows"]),
+                      tuple(s for v in range(t.vectors) for s in make(r, v, True)),
+                      tuple(ir.Assign(acc[r][v], ir.Const(0.0, dtype)) for v in range(t.vectors))
+                      if make is load_c else ())
+                for r in range(t.mr)]
+        return [ir.If(full, tuple(whole), tuple(edge))]
+
+    def load_c(r: int, v: int, masked: bool) -> list[ir.Stmt]:
+        indices, mask = c_access(r, v)
+        load = ir.Load(c.store.tensor, indices, dtype, safe=True, mask=mask if masked else None)
+        return [ir.Assign(acc[r][v], load)]
+
+    def store_c(r: int, v: int, masked: bool) -> list[ir.Stmt]:
+        indices, mask = c_access(r, v)
+        return [ir.Store(c.store.tensor, indices, ir.Var(acc[r][v]), c.store.span, safe=True,
+                         mask=mask if masked else None)]
+
+    zero = [ir.Assign(a, ir.Const(0.0, dtype)) for row in acc for a in row]
+    init = ir.If(first_panel, tuple(zero), tuple(each(load_c)))
+    return [init, _k_loop(c, t, at, kc, acc), *each(store_c)]
+
+
+def _k_loop(c: Contraction, t: MicroTile, at: dict, kc: ir.Expr, acc) -> ir.For:
+    dtype = c.dtype
+    p = ir.Sym("p", I64, "loop")
+    b = [ir.Sym(f"b{v}", dtype, "local", lanes=t.lanes) for v in range(t.vectors)]
+    b_row = add(at["b0"], mul(ir.Var(p), i64(t.nr)))
+    a_col = add(at["a0"], mul(ir.Var(p), i64(t.mr)))
+    body: list[ir.Stmt] = [
+        ir.Assign(b[v], ir.Load(at["Bp"], (ir.Ramp(add(b_row, i64(v * t.lanes)), 1, t.lanes),), dtype, safe=True))
+        for v in range(t.vectors)]
+    for r in range(t.mr):
+        a = ir.Broadcast(ir.Load(at["Ap"], (add(a_col, i64(r)),), dtype, safe=True), t.lanes)
+        for v in range(t.vectors):
+            body.append(ir.Assign(acc[r][v], ir.Fma(a, ir.Var(b[v]), ir.Var(acc[r][v]), dtype)))
+    return ir.For(p, i64(0), kc, 1, tuple(body), f"{c.k.name}.micro", span=c.k.span)
