@@ -4,8 +4,8 @@ Every non-argument `Sym` gets an `alloca` in the entry block the first time it
 is used, so definitions need not dominate uses; mem2reg/SROA make them SSA. A
 vector local (`Sym.lanes > 1`) gets a `<lanes x T>` slot.
 
-Every return goes through one exit block (`return_status`), which frees the
-scratch buffers the function allocated (scratch.py) on every path, failed
+Every return goes through one exit block (`return_status`), which releases
+the scratch buffers the function allocated (scratch.py) on every path, failed
 checks included.
 """
 
@@ -52,7 +52,8 @@ class FunctionContext:
         self.slots: dict[Sym, ir.AllocaInstr] = {}
         self.tensors: dict[TensorParam, TensorArgs] = {}
         self.fail_blocks: dict[int, ir.Block] = {}
-        self.scratch_slots: dict[TensorParam, ir.AllocaInstr] = {}  # null until allocated
+        # scratch buffer -> (pointer slot, null until allocated; the site's cache global)
+        self.scratch_slots: dict[TensorParam, tuple[ir.AllocaInstr, ir.GlobalVariable]] = {}
         self._exit: tuple[ir.Block, ir.PhiInstr] | None = None
         reassoc = kernel.options.reassociate
         self.fmf: tuple[str, ...] = ("contract", "reassoc") if reassoc else ("contract",)
@@ -118,7 +119,7 @@ class FunctionContext:
         return self.declare(f"{base}.{intrinsic_suffix(typ)}", typ, [typ] * nargs)
 
     def finish(self) -> None:
-        """Close the entry block with a jump to the body; free scratch and return at the exit."""
+        """Close the entry block with a jump to the body; release scratch and return at the exit."""
         self.alloca_builder.branch(self.body_start)
         if self._exit is None:
             return
@@ -126,9 +127,9 @@ class FunctionContext:
         bld = ir.IRBuilder(block)
         bld.position_at_end(block)
         if self.scratch_slots:
-            from .scratch import free_all  # scratch.py builds on this module
+            from .scratch import release_all  # scratch.py builds on this module
 
-            free_all(self, bld)
+            release_all(self, bld)
         bld.ret(phi)
 
 
