@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from .. import ir
 from ..rewrite import walk_expr
-from ..types import F32, F64, ScalarType
+from ..types import F32, F64, ScalarType, value_type
 
 
 @dataclass(frozen=True)
@@ -32,7 +32,7 @@ class Contraction:
     a: ir.Load  # indexed by m and k
     b: ir.Load  # indexed by k and n
     store: ir.Store  # C[..] = the sum
-    dtype: ScalarType
+    dtype: ScalarType  # of the sum (f32 or f64); operands may be stored narrower
 
 
 def match_nest(loop: ir.For) -> Contraction | str:
@@ -44,11 +44,10 @@ def match_nest(loop: ir.For) -> Contraction | str:
     dtype = acc.type
     if dtype not in (F32, F64):
         return f"the sum is {dtype}; the micro-kernel handles f32 and f64"
-    for load in (x, y):
-        if load.tensor.dtype != dtype or load.type != dtype:
-            return f"'{load.tensor.name}' is {load.tensor.dtype}, the sum {dtype}: mixed types"
-    if store.tensor.dtype != dtype:
-        return f"'{store.tensor.name}' is {store.tensor.dtype}, the sum {dtype}: mixed types"
+    # Storage may differ (f16 operands are read as f32); the values may not.
+    for tensor, read_as in ((x.tensor, x.type), (y.tensor, y.type), (store.tensor, value_type(store.tensor.dtype))):
+        if read_as != dtype:
+            return f"'{tensor.name}' holds {tensor.dtype}, the sum is {dtype}: mixed types"
     if not (x.safe and y.safe and store.safe):
         return "an access is not proven in bounds"
     if store.tensor in (x.tensor, y.tensor):

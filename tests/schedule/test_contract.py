@@ -1,0 +1,188 @@
+"""The contraction pass: packed, blocked GEMM with a register micro-kernel.
+
+Numbers against numpy (float64 reference) for sizes around every edge of the
+blocking: empty, one element, primes, one past a tile, several panels of K, N
+and M (small `mc`, `kc`, `nc` make a few elements span many panels). Each C
+element's sum still runs over k in order, so results do not depend on the
+thread count, bit for bit.
+"""
+
+import threading
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import dsl
+from dsl.backends.link import link_shared
+from dsl.grammar.diagnostics import Source
+from dsl.lowering.interpret import run_kernel
+from dsl.options import CompileOptions
+from dsl.pipeline import compile_source
+
+KERNELS = """
+def mm_auto(A: f32[M, K], B: f32[K, N], C: f32[M, N]):
+    C[m, n] = sum(A[m, k] * B[k, n])
+
+@schedule(contract(m, mc=12, kc=5, nc=32))
+def mm_small_blocks(A: f32[M, K], B: f32[K, N], C: f32[M, N]):
+    C[m, n] = sum(A[m, k] * B[k, n])
+
+@schedule(contract(m, mc=8, kc=3, nc=8))
+def mm_f64(A: f64[M, K], B: f64[K, N], C: f64[M, N]):
+    C[m, n] = sum(B[k, n] * A[m, k])
+
+@schedule(contract(n, mc=12, kc=4, nc=16))
+def mm_transposed(At: f32[K, M], B: f32[N, K], C: f32[N, M]):
+    C[n, m] = sum(At[k, m] * B[n, k])
+
+def bmm(A: f32[Bt, M, K], B: f32[Bt, K, N], C: f32[Bt, M, N]):
+    C[b, m, n] = sum(A[b, m, k] * B[b, k, n])
+
+def mm_half(A: f16[M, K], B: f16[K, N], C: f32[M, N]):
+    C[m, n] = sum(A[m, k] * B[k, n])
+"""
+
+SIZES = [(0, 3, 4), (3, 0, 4), (3, 4, 0), (1, 1, 1), (6, 16, 16), (7, 17, 17), (5, 13, 31),
+         (13, 6, 33), (29, 11, 47), (64, 64, 64), (150, 70, 40)]
+
+
+@pytest.fixture(scope="module")
+def lib(tmp_path_factory):
+    job = compile_source(Source("contract.tk", KERNELS), CompileOptions(), stop_after="obj")
+    path = tmp_path_factory.mktemp("contract") / "k.so"
+    link_shared(job.obj, path, job.target)
+    return dsl.load(path)
+
+
+def operands(m, k, n, dtype=np.float32, seed=0):
+    rng = np.random.default_rng(seed + 7 * m + 11 * k + 13 * n)
+    return rng.standard_normal((m, k)).astype(dtype), rng.standard_normal((k, n)).astype(dtype)
+
+
+def close(got, a, b, rtol=2e-6):
+    want = a.astype(np.float64) @ b.astype(np.float64)
+    scale = 1.0 + np.abs(a.astype(np.float64)) @ np.abs(b.astype(np.float64))
+    assert got.shape == want.shape
+    assert np.all(np.abs(got - want) <= rtol * scale * max(1, a.shape[1]) ** 0.5)
+
+
+@pytest.mark.parametrize("name", ["mm_auto", "mm_small_blocks"])
+@pytest.mark.parametrize("size", SIZES)
+def test_matmul_f32(lib, name, size):
+    a, b = operands(*size)
+    c = np.full((size[0], size[2]), np.nan, np.float32)
+    getattr(lib, name)(a, b, c)
+    close(c, a, b)
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_f64_and_operand_order(lib, size):
+    a, b = operands(*size, dtype=np.float64)
+    c = np.full((size[0], size[2]), np.nan)
+    lib.mm_f64(a, b, c)
+    close(c, a, b, rtol=1e-14)
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_any_layout(lib, size):
+    """Transposed storage, passed as strided views: packing reads them as they are."""
+    m, k, n = size
+    a, b = operands(m, k, n)
+    c = np.full((m, n), np.nan, np.float32)
+    lib.mm_transposed(a.T, b.T, c.T)  # C[n, m] = sum(At[k, m] * B[n, k]) is (A @ B).T
+    close(c, a, b)
+    c2 = np.full((n, 2 * m), np.nan, np.float32)
+    lib.mm_transposed(np.ascontiguousarray(a.T), np.ascontiguousarray(b.T), c2[:, ::2])
+    close(c2[:, ::2].T, a, b)
+    assert np.all(np.isnan(c2[:, 1::2]))  # nothing written between the strided elements
+
+
+def test_batched_and_half(lib):
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((3, 19, 23)).astype(np.float32)
+    b = rng.standard_normal((3, 23, 37)).astype(np.float32)
+    c = np.full((3, 19, 37), np.nan, np.float32)
+    lib.bmm(a, b, c)
+    for i in range(3):
+        close(c[i], a[i], b[i])
+    ah, bh = a[0].astype(np.float16), b[0].astype(np.float16)
+    ch = np.full((19, 37), np.nan, np.float32)
+    lib.mm_half(ah, bh, ch)
+    close(ch, ah.astype(np.float32), bh.astype(np.float32))
+
+
+def test_padding_never_leaks_into_c(lib):
+    """C is a window of a larger array: everything around it stays untouched."""
+    a, b = operands(13, 9, 21)
+    big = np.full((20, 40), 7.0, np.float32)
+    lib.mm_small_blocks(a, b, big[3:16, 5:26])
+    close(big[3:16, 5:26], a, b)
+    big[3:16, 5:26] = 7.0
+    assert np.all(big == 7.0)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.integers(0, 40), st.integers(0, 40), st.integers(0, 70))
+def test_random_sizes(lib, m, k, n):
+    a, b = operands(m, k, n)
+    c = np.full((m, n), np.nan, np.float32)
+    lib.mm_small_blocks(a, b, c)
+    close(c, a, b)
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.integers(0, 9), st.integers(0, 7), st.integers(0, 19))
+def test_interpreter_agrees(m, k, n):
+    """The scheduled loop IR, run by the reference interpreter (which fills
+    scratch with NaN, so reading unpacked memory would show)."""
+    job = _scheduled()
+    a, b = operands(m, k, n)
+    c = np.full((m, n), np.nan, np.float32)
+    run_kernel(job, {"A": a, "B": b, "C": c})
+    close(c, a, b)
+
+
+_loop_ir: list = []
+
+
+def _scheduled():
+    if not _loop_ir:
+        job = compile_source(Source("contract.tk", KERNELS), CompileOptions(), stop_after="guard")
+        _loop_ir.append(next(k for k in job.program.kernels if k.name == "mm_small_blocks"))
+    return _loop_ir[0]
+
+
+def test_same_bits_for_any_thread_count(lib):
+    a, b = operands(300, 70, 90)
+    results = []
+    for threads in (1, 2, 3):
+        lib.set_num_threads(threads)
+        c = np.empty((300, 90), np.float32)
+        lib.mm_auto(a, b, c)
+        results.append(c)
+    lib.set_num_threads(0)
+    assert all(np.array_equal(results[0], r) for r in results[1:])
+    close(results[0], a, b)
+
+
+def test_python_threads_at_once(lib):
+    """Four threads call at once: each gets its own scratch buffers."""
+    cases = [operands(40 + 17 * t, 50 + 3 * t, 60 + 5 * t, seed=t) for t in range(4)]
+    results: dict[int, np.ndarray] = {}
+
+    def work(t):
+        a, b = cases[t]
+        for _ in range(20):
+            c = np.empty((a.shape[0], b.shape[1]), np.float32)
+            lib.mm_small_blocks(a, b, c)
+        results[t] = c
+
+    threads = [threading.Thread(target=work, args=(t,)) for t in range(4)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    for t in range(4):
+        close(results[t], *cases[t])
