@@ -134,13 +134,27 @@ class Caller:
         self._chars = tuple(NUMPY_CHAR[p.dtype] for p in spec.params)
         self._fast = bool(numpy_address) and NUMPY_LAYOUT_OK
         if self._fast:
-            self._fn = PACKED(numpy_address)
-            self._slots_type = ctypes.c_int64 * max(1, len(spec.params))
+            # One argument per parameter: the array object itself, or a scalar's packed bits.
+            argtypes = [ctypes.py_object if p.kind == "tensor" else ctypes.c_int64 for p in spec.params]
+            self._fn = ctypes.CFUNCTYPE(ctypes.c_int32, *argtypes)(numpy_address)
         else:
             self._fn = PACKED(packed_address)
             self._slots_type = ctypes.c_int64 * max(1, spec.n_slots)
+        # The common call: only ndarrays, each of exactly the builtin dtype object
+        # numpy gives arrays of that type. One identity test per argument.
+        self._arrays_only = self._fast and bool(spec.params) and all(p.kind == "tensor" for p in spec.params)
+        self._dtypes = tuple(np.dtype(NUMPY_NAME[p.dtype]) for p in spec.params)
 
     def __call__(self, *args, **kwargs):
+        if self._arrays_only and not kwargs and len(args) == len(self._dtypes):
+            for value, want in zip(args, self._dtypes):
+                if type(value) is not np.ndarray or value.dtype is not want:
+                    break
+            else:
+                status = self._fn(*args)
+                if status:
+                    raise self._failure(status, args)
+                return None
         if kwargs or len(args) != len(self._params):
             args = self._bind(args, kwargs)
         if self._fast:
@@ -148,23 +162,21 @@ class Caller:
         return self._call_packed(args)
 
     def _call_numpy(self, args) -> None:
-        """One slot per parameter: the array object itself (see numpy_entry.py)."""
-        slots = self._slots_type()
-        arrays = list(args)  # keeps converted arrays alive during the call
-        k = 0
+        """One argument per parameter: the array object itself (see numpy_entry.py)."""
+        values = []  # also keeps converted arrays alive during the call
         for value, p, char in zip(args, self._params, self._chars):
             if p.kind == "scalar":
-                slots[k] = pack_scalar(self.name, p, value)
-            else:
-                if type(value) is not np.ndarray:
-                    value = arrays[k] = as_array(self.name, p, value)
-                if value.dtype.char != char or not value.dtype.isnative:
-                    self._reject(p, value)
-                slots[k] = id(value)
-            k += 1
-        status = self._fn(slots)
+                values.append(pack_scalar(self.name, p, value))
+                continue
+            if type(value) is not np.ndarray:
+                value = as_array(self.name, p, value)
+            if value.dtype.char != char or not value.dtype.isnative:
+                self._reject(p, value)
+            values.append(value)
+        status = self._fn(*values)
         if status:
-            raise self._failure(status, arrays)
+            raise self._failure(status, [v if p.kind == "tensor" else a
+                                         for v, a, p in zip(values, args, self._params)])
 
     def _call_packed(self, args) -> None:
         slots = self._slots_type()

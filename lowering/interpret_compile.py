@@ -296,6 +296,8 @@ class Compiler(VectorCompiler):
             case ir.Overlaps(a, b):
                 ka, kb = self.tensor_slot(a), self.tensor_slot(b)
                 return lambda env: ops.overlaps(env[ka], env[kb])
+            case ir.Threads():
+                return lambda env: np.int64(1)  # the interpreter runs parallel loops serially
             case ir.Reduce():
                 return self.reduce(e)
             case ir.Ramp() | ir.Broadcast() | ir.HReduce():

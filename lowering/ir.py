@@ -13,7 +13,7 @@ by `lowering.vector.lanes_of`: a `Ramp`, a `Broadcast`, a vector local, or any
 operation with a vector operand (scalar operands are broadcast implicitly).
 
     expr := Const | Var | Shape | Load | Binary | Unary | Cast | Call | Select
-          | Overlaps | Reduce (kernel IR only)
+          | Overlaps | Threads | Reduce (kernel IR only)
     stmt := For | If | Assign | Store | Check | Alloc | IndexStore (kernel IR only)
 """
 
@@ -192,6 +192,15 @@ class Overlaps:
 
 
 @dataclass(frozen=True, slots=True)
+class Threads:
+    """The number of threads a parallel loop runs on (an i64 >= 1; 1 in the
+    interpreter). Lets a transform cut work into as many pieces as threads."""
+
+    span: Span | None = None
+    type: ScalarType = I64
+
+
+@dataclass(frozen=True, slots=True)
 class Reduce:
     """Kernel IR only: `op` (sum, max, min) of `body` over the free `indices`."""
 
@@ -203,7 +212,7 @@ class Reduce:
 
 
 Expr = (Const | Var | Shape | Load | Binary | Unary | Cast | Fma | Select | Overlaps | Reduce
-        | Ramp | Broadcast | HReduce)
+        | Ramp | Broadcast | HReduce | Threads)
 
 # ------------------------------------------------------------------ statements
 

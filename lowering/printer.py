@@ -268,6 +268,8 @@ class _Printer:
                 return f"({self.expr(a, t)} if {self.expr(cond, BOOL)} else {self.expr(b, t)})", ATOM
             case ir.Overlaps(a, b):
                 return f"overlaps({a.name}, {b.name})", ATOM
+            case ir.Threads():
+                return "threads()", ATOM
             case ir.Reduce(op, indices, body, t):
                 return f"{op}[{self.bounds(indices)}]({self.expr(body, t)})", ATOM
         return f"<?{type(e).__name__}>", ATOM

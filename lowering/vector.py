@@ -18,7 +18,7 @@ def lanes_of(e: ir.Expr) -> int:
             return lanes
         case ir.Var(sym):
             return sym.lanes
-        case ir.HReduce() | ir.Const() | ir.Shape() | ir.Overlaps():
+        case ir.HReduce() | ir.Const() | ir.Shape() | ir.Overlaps() | ir.Threads():
             return 1
     return max((lanes_of(c) for c in child_exprs(e)), default=1)
 

@@ -252,6 +252,8 @@ class _Verifier:
                 self.typed(cond, BOOL, e, "a select condition")
                 self.typed(a, t, e, "the first select value")
                 self.typed(b, t, e, "the second select value")
+            case ir.Threads():
+                self.expect(t == I64, e, "threads() has type i64")
             case ir.Overlaps(a, b):
                 self.expect(a in self.tensors and b in self.tensors, e, "overlaps() of a foreign tensor")
                 self.expect(t == BOOL, e, "overlaps() has type bool")

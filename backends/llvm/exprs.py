@@ -17,15 +17,16 @@ from collections.abc import Callable
 import llvmlite.ir as ir
 
 from dsl.lowering.ir import (Binary, Broadcast, Cast, Const, Expr, Fma, HReduce, Load, Overlaps,
-                             Ramp, Select, Shape, Unary, Var)
+                             Ramp, Select, Shape, Threads, Unary, Var)
 from dsl.lowering.vector import lanes_of
 
 from ..errors import BackendError
 from .arith import COMPARISONS, emit_binary, emit_compare
 from .context import FunctionContext
-from .ltypes import I1, const, reg_type, with_lanes
+from .ltypes import I1, I64, const, reg_type, with_lanes
 from .mathops import emit_cast, emit_fma, emit_unary
 from .memory import load_element, overlaps
+from .runtime import num_threads
 from .vector_memory import vector_load
 from .vectors import hreduce, ramp, splat, widen
 
@@ -60,6 +61,8 @@ def emit_expr(cx: FunctionContext, e: Expr) -> ir.Value:
             return _select(cx, e)
         case Overlaps(a=a, b=b):
             return overlaps(cx, cx.tensor(a), cx.tensor(b))
+        case Threads():
+            return cx.builder.zext(cx.builder.call(num_threads(cx.module, cx.module.triple), []), I64)
         case Ramp(base=base, stride=stride, lanes=lanes):
             return ramp(cx, emit_expr(cx, base), stride, lanes)
         case Broadcast(value=v, lanes=lanes):
@@ -124,7 +127,7 @@ def may_load(e: Expr) -> bool:
     match e:
         case Load():
             return True
-        case Const() | Var() | Shape() | Overlaps():
+        case Const() | Var() | Shape() | Overlaps() | Threads():
             return False
         case Binary(lhs=lhs, rhs=rhs):
             return may_load(lhs) or may_load(rhs)

@@ -13,8 +13,9 @@
 contraction in the kernel. The tile (mr x nr) comes from the machine's vector
 width and register count; mc, kc and nc default to 144, 256 and 1024 elements
 (kc halves for f64) and may be set as options: `contract(m, kc=128)`.
-The M blocks are balanced (equal to within mr) and each has its own region of
-Ap, so they run in parallel without sharing. Legal when C does not overlap A
+The M blocks are balanced (equal to within mr, a multiple of the thread count
+when M allows) and each has its own region of Ap, so they run in parallel
+without sharing. Legal when C does not overlap A
 or B (the entry checks prove it unless the kernel is `inplace`): every C
 element's sum still runs over k in order, from 0, so results match the plain
 loop (up to FMA contraction, which the plain loop may also use).
@@ -115,15 +116,21 @@ def _blocked(c: Contraction, t: MicroTile, blocking: tuple[int, int, int], code:
         return ir.Sym(label, I64, "local")
 
     M, N, K, mc, blocks = (local(x) for x in ("M", "N", "K", "mc", "blocks"))
-    nc, kc, ic, mcur = local("nc"), local("kc"), local("ic"), local("mcur")
+    nc, kc, ic, mcur, threads = local("nc"), local("kc"), local("ic"), local("mcur"), local("threads")
     a_buf = ir.TensorParam("Ap", dtype, (ir.Sym("Ap.size", I64, "dim"),), True, span, scratch=True)
     b_buf = ir.TensorParam("Bp", dtype, (ir.Sym("Bp.size", I64, "dim"),), True, span, scratch=True)
     setup = [
         ir.Assign(M, c.m.stop, span), ir.Assign(N, c.n.stop, span), ir.Assign(K, c.k.stop, span),
         ir.Alloc(b_buf, mul(i64(kc_max), minimum(i64(nc_max), _roundup(ir.Var(N), t.nr))), code, span),
         ir.Alloc(a_buf, mul(_roundup(ir.Var(M), t.mr), i64(kc_max)), code, span),
-        # Balanced M blocks: as few as mc allows, of equal size up to mr.
-        ir.Assign(blocks, maximum(i64(1), floordiv(add(ir.Var(M), i64(mc_max - 1)), i64(mc_max))), span),
+        # M blocks: as few as mc allows, but a multiple of the thread count (when
+        # there are enough strips), all of one size up to mr: balanced threads.
+        ir.Assign(blocks, floordiv(add(ir.Var(M), i64(mc_max - 1)), i64(mc_max)), span),
+        ir.Assign(threads, ir.Threads(span), span),
+        ir.Assign(blocks, mul(floordiv(add(ir.Var(blocks), sub(ir.Var(threads), i64(1))), ir.Var(threads)),
+                              ir.Var(threads)), span),
+        ir.Assign(blocks, maximum(i64(1), minimum(ir.Var(blocks), floordiv(add(ir.Var(M), i64(t.mr - 1)),
+                                                                           i64(t.mr)))), span),
         ir.Assign(mc, _roundup(floordiv(add(ir.Var(M), sub(ir.Var(blocks), i64(1))), ir.Var(blocks)), t.mr), span),
     ]
     jc_loop_var, pc_loop_var = ir.Sym("jc", I64, "loop"), ir.Sym("pc", I64, "loop")
