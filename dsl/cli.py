@@ -11,7 +11,7 @@ from dsl.grammar.diagnostics import CompileError
 
 from .errors import InternalError
 from .options import CompileOptions, from_env
-from dsl.lowering.transforms.apply import PASSES as SCHEDULE_PASSES
+from dsl.lowering.transforms.apply import PRINTABLE as SCHEDULE_PASSES
 
 from .pipeline import EMIT_CHOICES, STAGE_NAMES, compile_file
 
@@ -40,10 +40,13 @@ TEXT_STAGES = ("ast", "typed", "loops", "schedule", "guard", "llvm", "asm")
               help=f"Print the IR after a stage or pass to stderr (repeatable): {', '.join(STAGE_NAMES)}, "
                    f"or a schedule directive: {', '.join(SCHEDULE_PASSES)}.")
 @click.option("--print-after-all", is_flag=True, help="Print the IR after every stage and pass.")
+@click.option("--remarks", is_flag=True,
+              help="Print, per loop nest, what the scheduler did and why (e.g. which nests became "
+                   "the matmul micro-kernel, and why others did not).")
 @click.option("--dump-dir", type=click.Path(file_okay=False, path_type=Path),
               help="Write every stage to DIR, one numbered file per stage.")
 def main(file, output, header, emit, triple, cpu, features, opt_level, include, print_after,
-         print_after_all, dump_dir):
+         print_after_all, remarks, dump_dir):
     """Compile a kernel file (.tk) to a shared library, an object, assembly or IR.
 
     \b
@@ -71,7 +74,7 @@ def main(file, output, header, emit, triple, cpu, features, opt_level, include, 
     if emit not in ("ast", "typed", "loops", "schedule", "guard"):
         _check_target(triple, cpu, features)
     opts = from_env(CompileOptions(opt_level=opt_level, triple=triple, cpu=cpu, features=features,
-                                   print_after=frozenset(names), dump_dir=dump_dir,
+                                   print_after=frozenset(names), remarks=remarks, dump_dir=dump_dir,
                                    include_paths=tuple(include)))
     try:
         _compile(file, output, header, emit, opts)

@@ -1,6 +1,6 @@
 """`CompileOptions`: everything that steers one compile, read once at the edge.
 
-Environment variables (`DSL_PRINT_AFTER`, `DSL_DUMP_DIR`, `DSL_CACHE_DIR`,
+Environment variables (`DSL_PRINT_AFTER`, `DSL_REMARKS`, `DSL_DUMP_DIR`, `DSL_CACHE_DIR`,
 `DSL_INTERPRET`, `DSL_DEBUG`) are read here, by `from_env`, and nowhere else.
 """
 
@@ -18,6 +18,7 @@ class CompileOptions:
     cpu: str | None = None
     features: str | None = None
     print_after: frozenset[str] = frozenset()  # stage names, or {"all"}
+    remarks: bool = False  # print what the scheduler did to each loop nest, and why
     dump_dir: Path | None = None
     include_paths: tuple[Path, ...] = ()
     verify: bool = True  # run the IR verifier after every pass
@@ -46,6 +47,8 @@ def from_env(base: CompileOptions | None = None, environ=os.environ) -> CompileO
     """`base` updated with the DSL_* environment variables."""
     opts = base or CompileOptions()
     changes: dict = {}
+    if _flag(environ.get("DSL_REMARKS")):
+        changes["remarks"] = True
     if environ.get("DSL_PRINT_AFTER"):
         names = {n.strip() for n in environ["DSL_PRINT_AFTER"].split(",") if n.strip()}
         changes["print_after"] = opts.print_after | names

@@ -93,7 +93,10 @@ def _schedule(job: Job) -> None:
             print(format_kernel(kernel), file=sys.stderr)
 
     machine = _target(job).machine
-    kernels = tuple(apply_schedule(k, after, job.options.verify, machine) for k in job.program.kernels)
+    remarks: list | None = [] if job.options.remarks else None
+    kernels = tuple(apply_schedule(k, after, job.options.verify, machine, remarks) for k in job.program.kernels)
+    for remark in remarks or ():
+        print(remark.render(), file=sys.stderr)
     job.program = replace(job.program, kernels=kernels)
 
 

@@ -18,12 +18,18 @@ from . import contract, fuse, parallel, reorder, split, tile, unroll, vectorize
 from .nest import ScheduleError
 
 PASSES = {p.name: p for p in (split, tile, reorder, unroll, parallel, fuse, vectorize, contract)}
+PRINTABLE = (*PASSES, "auto")  # names `--print-after` accepts for the schedule's passes
 
 
-def apply_schedule(kernel: ir.Kernel, after=None, check: bool = True, machine: Machine = Machine()) -> ir.Kernel:
-    """Run the kernel's directives; a kernel without any gets the automatic schedule."""
+def apply_schedule(kernel: ir.Kernel, after=None, check: bool = True, machine: Machine = Machine(),
+                   remarks: list | None = None) -> ir.Kernel:
+    """Run the kernel's directives; a kernel without any gets the automatic schedule.
+
+    `remarks`, when a list, receives `Diagnostic`s (severity 'remark') saying
+    what was done to each loop nest and why (`dslc --remarks`).
+    """
     if not kernel.schedule:
-        kernel = contract.auto(kernel, machine)
+        kernel = contract.auto(kernel, machine, remarks)
         if check:
             verify(kernel, "loops")
         if after is not None:
@@ -32,7 +38,7 @@ def apply_schedule(kernel: ir.Kernel, after=None, check: bool = True, machine: M
     for directive in kernel.schedule:
         try:
             if directive.name == "contract":
-                kernel = contract.run(kernel, directive, machine)
+                kernel = contract.run(kernel, directive, machine, remarks)
             else:
                 kernel = PASSES[directive.name].run(kernel, directive)
         except ScheduleError as err:

@@ -27,6 +27,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from dsl.grammar.diagnostics import Diagnostic
+
 from .. import ir
 from ..arith import add, compare, floordiv, i64, maximum, minimum, mul, sub
 from ..machine import Machine, MicroTile, micro_tile
@@ -41,7 +43,7 @@ name = "contract"
 SMALL_WORK = 48 ** 3  # multiply-adds below which the M blocks are not split for threads
 
 
-def run(kernel: ir.Kernel, d, machine: Machine = Machine()) -> ir.Kernel:
+def run(kernel: ir.Kernel, d, machine: Machine = Machine(), remarks: list | None = None) -> ir.Kernel:
     """Apply the `contract` directive `d`; a nest that does not match is an error."""
     if kernel.options.inplace:
         raise ScheduleError(d.span, "contract() needs outputs that do not overlap inputs",
@@ -51,20 +53,32 @@ def run(kernel: ir.Kernel, d, machine: Machine = Machine()) -> ir.Kernel:
         found = match_nest(loop)
         if isinstance(found, str):
             raise ScheduleError(d.loops[0].span, f"loop '{loop.name}' is not a contraction: {found}")
-        return _rewrite(kernel, [found], machine, dict(d.options), d.span)
+        return _rewrite(kernel, [found], machine, dict(d.options), d.span, remarks)
     found = contractions(kernel)
     if not found:
         raise ScheduleError(d.span, "contract(): this kernel has no contraction",
                             "a contraction is index notation such as C[m, n] = sum(A[m, k] * B[k, n])")
-    return _rewrite(kernel, found, machine, dict(d.options), d.span)
+    return _rewrite(kernel, found, machine, dict(d.options), d.span, remarks)
 
 
-def auto(kernel: ir.Kernel, machine: Machine) -> ir.Kernel:
+def auto(kernel: ir.Kernel, machine: Machine, remarks: list | None = None) -> ir.Kernel:
     """The automatic schedule's part: every contraction, with default blocking."""
     if kernel.options.inplace:
+        _remark(remarks, kernel.span, f"kernel '{kernel.name}': no contraction micro-kernel, "
+                                      "since outputs may overlap inputs (inplace=True)")
         return kernel
     found = contractions(kernel)
-    return _rewrite(kernel, found, machine, {}, None) if found else kernel
+    if remarks is not None:
+        inside = {id(s) for c in found for s in walk_stmts((c.nest,))}
+        for s in kernel.body:
+            if isinstance(s, ir.For) and not inside & {id(x) for x in walk_stmts((s,))}:
+                _remark(remarks, s.span, f"loop '{s.name}' runs as written: not a contraction ({match_nest(s)})")
+    return _rewrite(kernel, found, machine, {}, None, remarks) if found else kernel
+
+
+def _remark(remarks: list | None, span, text: str) -> None:
+    if remarks is not None:
+        remarks.append(Diagnostic(span, text, severity="remark"))
 
 
 def contractions(kernel: ir.Kernel) -> list[Contraction]:
@@ -80,13 +94,20 @@ def contractions(kernel: ir.Kernel) -> list[Contraction]:
     return out
 
 
-def _rewrite(kernel: ir.Kernel, found: list[Contraction], machine: Machine, options: dict, span) -> ir.Kernel:
+def _rewrite(kernel: ir.Kernel, found: list[Contraction], machine: Machine, options: dict, span,
+             remarks: list | None) -> ir.Kernel:
     code = len(kernel.checks)
     info = ir.CheckInfo("memory", "out of memory for the packed operands of a matmul", span or kernel.span)
     body = kernel.body
     for c in found:
         tile = _tile(machine, c, options, span)
-        body = replace_loop(body, c.nest, _blocked(c, tile, _blocking(c, tile, options), code))
+        mc, kc, nc = blocking = _blocking(c, tile, options)
+        _remark(remarks, c.nest.span,
+                f"loop '{c.nest.name}': contraction of '{c.a.tensor.name}' (m={c.m.name}) and "
+                f"'{c.b.tensor.name}' (n={c.n.name}) over k={c.k.name}: {tile.mr}x{tile.nr} {c.dtype} "
+                f"micro-kernel in registers, B packed in {kc}x{nc} panels, A in {mc}x{kc} blocks "
+                "run in parallel")
+        body = replace_loop(body, c.nest, _blocked(c, tile, blocking, code))
     return replace(kernel, body=body, checks=(*kernel.checks, info))
 
 

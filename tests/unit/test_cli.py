@@ -45,7 +45,7 @@ def test_help_documents_every_option():
     result = dslc("--help")
     assert result.exit_code == 0
     for option in ("--emit", "--target", "-O", "--cpu", "--features", "-H", "--header", "-o",
-                   "--print-after", "--print-after-all", "--dump-dir"):
+                   "--print-after", "--print-after-all", "--remarks", "--dump-dir"):
         assert option in result.stdout, option
     for stage in ("ast", "typed", "loops", "llvm", "asm", "obj", "so"):
         assert stage in result.stdout, stage
@@ -267,3 +267,16 @@ def test_cross_target_assembly():
     assert result.exit_code == 0, result.stderr
     assert "saxpy:" in result.stdout.splitlines()
     assert "fmla" in result.stdout or "fmadd" in result.stdout  # AArch64 code: a fused multiply-add
+
+
+# ------------------------------------------------------------------ --remarks
+
+
+def test_remarks_say_what_became_a_micro_kernel_and_what_did_not():
+    result = dslc(ROOT / "examples" / "matmul_index.tk", "--remarks", "--emit=schedule", "--cpu", "haswell")
+    assert result.exit_code == 0
+    assert "matmul_index.tk:5:5: remark: loop 'm': contraction of 'A' (m=m) and 'B' (n=n) over k=k: " \
+           "6x16 f32 micro-kernel" in result.stderr
+    result = dslc(SAXPY, "--remarks", "--emit=schedule")
+    assert "remark: loop 'i' runs as written: not a contraction" in result.stderr
+    assert "remark" not in dslc(SAXPY, "--emit=schedule").stderr
