@@ -135,20 +135,25 @@ class Caller:
         self._fast = bool(numpy_address) and NUMPY_LAYOUT_OK
         if self._fast:
             # One argument per parameter: the array object itself, or a scalar's packed bits.
-            argtypes = [ctypes.py_object if p.kind == "tensor" else ctypes.c_int64 for p in spec.params]
+            argtypes = [ctypes.py_object if p.kind == "tensor" else
+                        ctypes.c_double if p.dtype in ("f32", "f64") else ctypes.c_int64 for p in spec.params]
             self._fn = ctypes.CFUNCTYPE(ctypes.c_int32, *argtypes)(numpy_address)
         else:
             self._fn = PACKED(packed_address)
             self._slots_type = ctypes.c_int64 * max(1, spec.n_slots)
         # The common call: only ndarrays, each of exactly the builtin dtype object
         # numpy gives arrays of that type. One identity test per argument.
-        self._arrays_only = self._fast and bool(spec.params) and all(p.kind == "tensor" for p in spec.params)
-        self._dtypes = tuple(np.dtype(NUMPY_NAME[p.dtype]) for p in spec.params)
+        # A float scalar passes as it is when it is a Python float (`want` is float).
+        self._plain = self._fast and all(p.kind == "tensor" or p.dtype in ("f32", "f64") for p in spec.params)
+        self._wants = tuple(np.dtype(NUMPY_NAME[p.dtype]) if p.kind == "tensor" else float for p in spec.params)
 
     def __call__(self, *args, **kwargs):
-        if self._arrays_only and not kwargs and len(args) == len(self._dtypes):
-            for value, want in zip(args, self._dtypes):
-                if type(value) is not np.ndarray or value.dtype is not want:
+        if self._plain and not kwargs and len(args) == len(self._wants):
+            for value, want in zip(args, self._wants):
+                if want is float:
+                    if type(value) is not float:
+                        break
+                elif type(value) is not np.ndarray or value.dtype is not want:
                     break
             else:
                 status = self._fn(*args)
@@ -166,7 +171,8 @@ class Caller:
         values = []  # also keeps converted arrays alive during the call
         for value, p, char in zip(args, self._params, self._chars):
             if p.kind == "scalar":
-                values.append(pack_scalar(self.name, p, value))
+                bits = pack_scalar(self.name, p, value)  # checks the type for every scalar
+                values.append(float(value) if p.dtype in ("f32", "f64") else bits)
                 continue
             if type(value) is not np.ndarray:
                 value = as_array(self.name, p, value)

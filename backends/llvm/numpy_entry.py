@@ -6,8 +6,10 @@ tensor's slot holds the address of a numpy array object (ctypes `py_object`,
 `id(array)` in CPython), whose header this function reads directly: data pointer, rank, sizes,
 byte strides and flags, at the offsets of numpy's `PyArrayObject_fields`
 (stable across numpy 1.x and 2.x on LP64). `dsl.call` verifies those offsets
-once per process and uses `name__packed` instead if they ever differ. A scalar's
-slot is packed as for `name__packed`.
+once per process and uses `name__packed` instead if they ever differ. A float
+scalar arrives as a C double (ctypes converts a Python float itself; an f32
+parameter is rounded here); any other scalar's slot is packed as for
+`name__packed`.
 
 Besides the kernel's own status codes, it returns a negative code for a problem
 Python then explains: -(1 + 4*p + r) for parameter p with r = 0 wrong rank,
@@ -25,12 +27,14 @@ from .signature import _from_slot, arg_type, new_function
 from .abi import c_args
 
 NUMPY_SUFFIX = "__numpy"
+DOUBLE = ir.DoubleType()
 DATA_OFFSET, ND_OFFSET, DIMS_OFFSET, STRIDES_OFFSET, FLAGS_OFFSET = 16, 24, 32, 40, 64
 ALIGNED, WRITEABLE = 0x0100, 0x0400
 
 
 def define_numpy_entry(module: ir.Module, kernel: Kernel, func: ir.Function) -> ir.Function:
-    wrapper = new_function(module, ir.FunctionType(I32, [I64] * len(kernel.params)), kernel.name + NUMPY_SUFFIX)
+    slots = [DOUBLE if _is_float(p) else I64 for p in kernel.params]
+    wrapper = new_function(module, ir.FunctionType(I32, slots), kernel.name + NUMPY_SUFFIX)
     wrapper.attributes.add("nounwind")
     bld = ir.IRBuilder(wrapper.append_basic_block("entry"))
     types = [arg_type(a) for a in c_args(kernel)]
@@ -38,12 +42,19 @@ def define_numpy_entry(module: ir.Module, kernel: Kernel, func: ir.Function) -> 
     for index, param in enumerate(kernel.params):
         raw = wrapper.args[index]
         raw.name = param.name
+        if _is_float(param):  # rounds to f32 to nearest even, as numpy does
+            values.append(raw if param.dtype.bits == 64 else bld.fptrunc(raw, ir.FloatType()))
+            continue
         if isinstance(param, ScalarParam):
             values.append(_from_slot(bld, raw, types[len(values)]))
             continue
         values += _tensor_args(bld, wrapper, raw, param, index)
     bld.ret(bld.call(func, values))
     return wrapper
+
+
+def _is_float(param) -> bool:
+    return isinstance(param, ScalarParam) and param.dtype.is_float
 
 
 def _load(bld: ir.IRBuilder, base: ir.Value, index: int, typ: ir.Type) -> ir.Value:
