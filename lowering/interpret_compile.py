@@ -187,6 +187,8 @@ class Compiler(VectorCompiler):
                 return self.check(s)
             case ir.Alloc():
                 return self.alloc(s)
+            case ir.Prefetch():
+                return lambda env: None  # a hint to the cache, nothing to compute
             case ir.IndexStore(indices, store):
                 slots = [self.slot(sym) for sym, _ in indices]
                 extents = [self.scalar_expr(x, "extent") for _, x in indices]

@@ -14,7 +14,7 @@ operation with a vector operand (scalar operands are broadcast implicitly).
 
     expr := Const | Var | Shape | Load | Binary | Unary | Cast | Call | Select
           | Overlaps | Threads | Reduce (kernel IR only)
-    stmt := For | If | Assign | Store | Check | Alloc | IndexStore (kernel IR only)
+    stmt := For | If | Assign | Store | Check | Alloc | Prefetch | IndexStore (kernel IR only)
 """
 
 from __future__ import annotations
@@ -276,6 +276,18 @@ class Check:
 
 
 @dataclass(frozen=True, slots=True)
+class Prefetch:
+    """A hint: the element `tensor[indices]` will soon be read (or, with
+    `write`, written). No effect on results; the indices may lie outside the
+    tensor (nothing is accessed). The interpreter ignores it."""
+
+    tensor: "TensorParam"
+    indices: tuple[Expr, ...]
+    write: bool = False
+    span: Span | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class Alloc:
     """Give the scratch tensor `buffer` (rank 1, unit stride, `scratch=True`) room
     for `size` elements, 64-byte aligned, until the kernel returns.
@@ -301,7 +313,7 @@ class IndexStore:
     span: Span | None = None
 
 
-Stmt = For | If | Assign | Store | Check | Alloc | IndexStore
+Stmt = For | If | Assign | Store | Check | Alloc | Prefetch | IndexStore
 
 # ------------------------------------------------------------------- kernels
 

@@ -77,6 +77,8 @@ def _map_children(s: ir.Stmt, expr_fn, stmt_fn) -> ir.Stmt:
             return replace(s, cond=ex(cond))
         case ir.Alloc(size=size):
             return replace(s, size=ex(size))
+        case ir.Prefetch(indices=indices):
+            return replace(s, indices=tuple(ex(i) for i in indices))
         case ir.IndexStore(indices, store):
             idx = tuple((sym, ex(x)) for sym, x in indices)
             return replace(s, indices=idx, store=_map_children(store, expr_fn, stmt_fn))
@@ -124,6 +126,8 @@ def stmt_exprs(s: ir.Stmt) -> tuple[ir.Expr, ...]:
             return (cond,)
         case ir.Alloc(size=size):
             return (size,)
+        case ir.Prefetch(indices=indices):
+            return indices
         case ir.IndexStore(indices, store):
             return (*(x for _, x in indices), *stmt_exprs(store))
     return ()

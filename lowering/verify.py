@@ -149,6 +149,10 @@ class _Verifier:
                 valid = isinstance(code, int) and 0 <= code < len(self.kernel.checks)
                 self.expect(valid, s, f"check code {code!r} is not in the table of "
                                       f"{len(self.kernel.checks)} checks")
+            case ir.Prefetch(tensor, indices):
+                self.access(s, tensor, indices)
+                for index in indices:
+                    self.scalar(index, s, "a prefetch index")
             case ir.Alloc(buffer, size, code):
                 self.expect(buffer.scratch and buffer.rank == 1 and buffer.is_output, s,
                             f"alloc of '{buffer.name}', which is not a rank-1 scratch buffer")

@@ -29,7 +29,7 @@ from dataclasses import dataclass, replace
 
 import llvmlite.ir as ir
 
-from dsl.lowering.ir import For, If, Load, Overlaps, Shape, Store, Sym, TensorParam, Var
+from dsl.lowering.ir import For, If, Load, Overlaps, Prefetch, Shape, Store, Sym, TensorParam, Var
 from dsl.lowering.types import I64 as INDEX
 from dsl.lowering.rewrite import assigned_syms, stmt_exprs, walk_expr, walk_stmts
 
@@ -89,7 +89,7 @@ def _plan(cx: FunctionContext, loop: For) -> _Plan:
     used_tensors: set[TensorParam] = set()
     read: set[Sym] = set()
     for stmt in walk_stmts(loop.body):
-        if isinstance(stmt, Store):
+        if isinstance(stmt, (Store, Prefetch)):
             used_tensors.add(stmt.tensor)
         for e in (x for top in stmt_exprs(stmt) for x in walk_expr(top)):
             match e:

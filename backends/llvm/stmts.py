@@ -4,16 +4,20 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from dsl.lowering.ir import Alloc, Assign, Check, For, If, Stmt, Store
+import llvmlite.ir as ir
+
+from dsl.lowering.ir import Alloc, Assign, Check, For, If, Prefetch, Stmt, Store
 from dsl.lowering.vector import lanes_of
 
 from ..errors import BackendError
 from .context import FunctionContext
 from .exprs import emit_expr
-from .ltypes import int_const
+from .ltypes import I32, PTR, int_const
+
+VOID = ir.VoidType()
 from .parallel import emit_parallel_for
 from .scratch import emit_alloc
-from .memory import store_element
+from .memory import element_pointer, store_element
 from .vector_memory import vector_store
 from .vectors import splat
 
@@ -40,6 +44,8 @@ def emit_stmt(cx: FunctionContext, stmt: Stmt) -> None:
             cx.builder.position_at_end(ok)
         case Alloc():
             emit_alloc(cx, stmt)
+        case Prefetch():
+            emit_prefetch(cx, stmt)
         case If():
             _emit_if(cx, stmt)
         case For(kind="parallel") if not cx.in_parallel:
@@ -49,6 +55,14 @@ def emit_stmt(cx: FunctionContext, stmt: Stmt) -> None:
         case _:
             raise BackendError(f"cannot compile statement {type(stmt).__name__} "
                                f"in {cx.kernel.name} (not lowered to loops?)")
+
+
+def emit_prefetch(cx: FunctionContext, stmt: Prefetch) -> None:
+    """`llvm.prefetch` of the element's address (not `inbounds`: it may lie outside)."""
+    ptr = element_pointer(cx, cx.tensor(stmt.tensor), [emit_expr(cx, i) for i in stmt.indices], inbounds=False)
+    fn = cx.declare("llvm.prefetch.p0", VOID, [PTR, I32, I32, I32])
+    rw = 1 if stmt.write else 0
+    cx.builder.call(fn, [ptr, int_const(I32, rw), int_const(I32, 3), int_const(I32, 1)])  # keep in all caches, data
 
 
 def _emit_if(cx: FunctionContext, stmt: If) -> None:

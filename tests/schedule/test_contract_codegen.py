@@ -28,6 +28,7 @@ def test_fma_on_vectors(job):
     ir = str(job.llvm)
     assert "llvm.fma.v8f32" in ir
     assert "llvm.masked.load.v8f32" in ir and "llvm.masked.store.v8f32" in ir  # the ragged edges
+    assert "prefetcht0" in job.asm  # the next tile of C
 
 
 def test_micro_kernel_keeps_its_tile_in_registers(job):
