@@ -61,6 +61,7 @@ def run(cases, threads: list[int], repeats: int) -> list[list[str]]:
         strides = (a.strides[0] // 4 if na > 1 else 0, b.strides[0] // 4 if nb > 1 else 0)
         runs = {
             "seed": lambda: lib.bmm_seed(a_view, b_view, out),
+            "scheduled": lambda: lib.bmm_seed_scheduled(a_view, b_view, out),
             "index": lambda: lib.bmm_index(a_view, b_view, out),
             "numba": lambda: bmm_numba(out, a, b, *strides),
             "numpy": lambda: np.matmul(a_view, b_view, out=out),
@@ -86,8 +87,8 @@ def main() -> int:
     threads = sorted({1, numba.config.NUMBA_NUM_THREADS})
     rows = run(QUICK if args.quick else CASES, threads, repeats)
     print(f"Batched matmul f32, GFLOP/s  ({machine()}; medians of {repeats} samples)")
-    print(table(["batch a/b x I x K x J", "threads", "dslc seed loops", "dslc index notation",
-                 "numba", "numpy"], rows))
+    print(table(["batch a/b x I x K x J", "threads", "dslc seed as written", "dslc + contract(i)",
+                 "dslc index notation", "numba", "numpy"], rows))
     return 0
 
 

@@ -394,6 +394,7 @@ class Kernel:
     doc: str | None = None
     span: Span | None = None
     schedule: tuple = ()  # `lowering.schedule.Directive`s, applied after lowering
+    auto_schedule: bool = True  # no @schedule at all: the automatic one (`@schedule()`: none)
 
     def tensor(self, name: str) -> TensorParam:
         return next(p for p in self.params if isinstance(p, TensorParam) and p.name == name)

@@ -23,12 +23,14 @@ PRINTABLE = (*PASSES, "auto")  # names `--print-after` accepts for the schedule'
 
 def apply_schedule(kernel: ir.Kernel, after=None, check: bool = True, machine: Machine = Machine(),
                    remarks: list | None = None) -> ir.Kernel:
-    """Run the kernel's directives; a kernel without any gets the automatic schedule.
+    """Run the kernel's directives; a kernel without `@schedule` gets the automatic one.
 
     `remarks`, when a list, receives `Diagnostic`s (severity 'remark') saying
     what was done to each loop nest and why (`dslc --remarks`).
     """
     if not kernel.schedule:
+        if not kernel.auto_schedule:  # an explicit `@schedule()`: exactly as written
+            return kernel
         kernel = contract.auto(kernel, machine, remarks)
         if check:
             verify(kernel, "loops")

@@ -87,7 +87,8 @@ def _shape(loop: ir.For):
 
 
 def _plain(loop: ir.For) -> bool:
-    return loop.kind == "serial" and loop.step == 1 and loop.start == ir.Const(0, loop.start.type)
+    start = loop.start
+    return loop.kind == "serial" and loop.step == 1 and isinstance(start, ir.Const) and start.value == 0
 
 
 def _operands(x: ir.Load, y: ir.Load, m: ir.Sym, n: ir.Sym):

@@ -72,7 +72,8 @@ def check_function(fn: ast.FunctionDef, functions, bag: DiagnosticBag, scopes=No
     if params is None:
         return None
     return ir.Kernel(fn.name, tuple(params), tuple(dims.values()), body, options,
-                     doc=fn.docstring, span=fn.name_span, schedule=schedule)
+                     doc=fn.docstring, span=fn.name_span, schedule=schedule,
+                     auto_schedule=not any(d.name.rsplit(".", 1)[-1] == "schedule" for d in fn.decorators))
 
 
 def _params(fn: ast.FunctionDef, frame: Frame, writes: set[str], bag: DiagnosticBag):

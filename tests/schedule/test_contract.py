@@ -18,6 +18,7 @@ import dsl
 from dsl.backends.link import link_shared
 from dsl.grammar.diagnostics import Source
 from dsl.lowering.interpret import run_kernel
+from dsl.lowering.printer import format_kernel
 from dsl.options import CompileOptions
 from dsl.pipeline import compile_source
 
@@ -42,6 +43,22 @@ def bmm(A: f32[Bt, M, K], B: f32[Bt, K, N], C: f32[Bt, M, N]):
 
 def mm_half(A: f16[M, K], B: f16[K, N], C: f32[M, N]):
     C[m, n] = sum(A[m, k] * B[k, n])
+
+@schedule(contract(i, mc=6, kc=7, nc=16))
+def bmm_seed(a: f32[Bt, I, K], b: f32[Bt, K, J], out: f32[Bt, I, J]):
+    for n, i, j in pgrid(Bt, I, J):
+        acc = 0.0
+        for k in range(K):
+            acc += a[n, i, k] * b[n, k, j]
+        out[n, i, j] = acc
+
+@schedule()
+def bmm_as_written(a: f32[Bt, I, K], b: f32[Bt, K, J], out: f32[Bt, I, J]):
+    for n, i, j in pgrid(Bt, I, J):
+        acc = 0.0
+        for k in range(K):
+            acc += a[n, i, k] * b[n, k, j]
+        out[n, i, j] = acc
 """
 
 SIZES = [(0, 3, 4), (3, 0, 4), (3, 4, 0), (1, 1, 1), (6, 16, 16), (7, 17, 17), (5, 13, 31),
@@ -99,14 +116,30 @@ def test_any_layout(lib, size):
     assert np.all(np.isnan(c2[:, 1::2]))  # nothing written between the strided elements
 
 
-def test_batched_and_half(lib):
+@pytest.mark.parametrize("batch", [1, 3])  # fewer matmuls than threads, and more
+@pytest.mark.parametrize("name", ["bmm", "bmm_seed", "bmm_as_written"])
+def test_batched(lib, name, batch):
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((1, 19, 23)).astype(np.float32)
+    b = rng.standard_normal((batch, 23, 37)).astype(np.float32)
+    c = np.full((batch, 19, 37), np.nan, np.float32)
+    lib.set_num_threads(2)
+    getattr(lib, name)(np.broadcast_to(a, (batch, 19, 23)), b, c)  # a broadcast by stride 0
+    lib.set_num_threads(0)
+    for i in range(batch):
+        close(c[i], a[0], b[i])
+
+
+def test_empty_schedule_means_as_written():
+    job = compile_source(Source("contract.tk", KERNELS), CompileOptions(), stop_after="schedule")
+    printed = {k.name: format_kernel(k) for k in job.program.kernels}
+    assert "alloc" not in printed["bmm_as_written"] and "alloc Ap" in printed["bmm_seed"]
+
+
+def test_half(lib):
     rng = np.random.default_rng(3)
     a = rng.standard_normal((3, 19, 23)).astype(np.float32)
     b = rng.standard_normal((3, 23, 37)).astype(np.float32)
-    c = np.full((3, 19, 37), np.nan, np.float32)
-    lib.bmm(a, b, c)
-    for i in range(3):
-        close(c[i], a[i], b[i])
     ah, bh = a[0].astype(np.float16), b[0].astype(np.float16)
     ch = np.full((19, 37), np.nan, np.float32)
     lib.mm_half(ah, bh, ch)
