@@ -223,6 +223,9 @@ class For:
 
     `name` is the loop's schedule name (`i`, `i.outer`); `kind` is 'serial'
     until a transform says otherwise ('parallel', 'vector', 'unroll').
+    `when` (parallel loops only, like OpenMP's `if` clause): a bool evaluated
+    before the loop; when false the iterations run on the calling thread, as
+    a serial loop would (the automatic schedule's "enough work" test).
     """
 
     var: Sym
@@ -233,6 +236,7 @@ class For:
     name: str
     kind: str = "serial"
     span: Span | None = None
+    when: "Expr | None" = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -198,6 +198,8 @@ class _Printer:
         text = f"for {self.names(s.var)} in range({', '.join(parts)})"
         if s.kind != "serial":
             text += f" {s.kind}"
+        if s.when is not None:
+            text += f" if {self.expr(s.when, BOOL)}"
         if s.name != s.var.name:
             text += f" name={s.name}"
         return text + ":"

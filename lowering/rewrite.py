@@ -63,8 +63,9 @@ def map_stmts(body, expr_fn: ExprFn | None = None, stmt_fn: StmtFn | None = None
 def _map_children(s: ir.Stmt, expr_fn, stmt_fn) -> ir.Stmt:
     ex = (lambda e: map_expr(e, expr_fn)) if expr_fn else (lambda e: e)
     match s:
-        case ir.For(_, start, stop, _, body):
-            return replace(s, start=ex(start), stop=ex(stop), body=map_stmts(body, expr_fn, stmt_fn))
+        case ir.For(_, start, stop, _, body, when=when):
+            return replace(s, start=ex(start), stop=ex(stop), body=map_stmts(body, expr_fn, stmt_fn),
+                           when=None if when is None else ex(when))
         case ir.If(cond, then, orelse):
             return replace(s, cond=ex(cond), then=map_stmts(then, expr_fn, stmt_fn),
                            orelse=map_stmts(orelse, expr_fn, stmt_fn))
@@ -114,8 +115,8 @@ def walk_expr(e: ir.Expr) -> Iterator[ir.Expr]:
 def stmt_exprs(s: ir.Stmt) -> tuple[ir.Expr, ...]:
     """The expressions a statement evaluates itself (not those of nested bodies)."""
     match s:
-        case ir.For(_, start, stop):
-            return (start, stop)
+        case ir.For(_, start, stop, when=when):
+            return (start, stop) if when is None else (start, stop, when)
         case ir.If(cond):
             return (cond,)
         case ir.Assign(_, value):

@@ -174,6 +174,10 @@ class _Verifier:
         step_ok = isinstance(s.step, int) and not isinstance(s.step, bool) and s.step != 0
         self.expect(step_ok, s, f"loop step must be a nonzero integer, not {s.step!r}")
         self.expect(s.kind in LOOP_KINDS, s, f"unknown loop kind {s.kind!r}")
+        if s.when is not None:
+            self.expect(s.kind == "parallel", s, "only a parallel loop has a `when` condition")
+            self.typed(s.when, BOOL, s, "a parallel loop's condition")
+            self.scalar(s.when, s, "a parallel loop's condition")
         self.typed(s.start, I64, s, "a loop start")
         self.typed(s.stop, I64, s, "a loop stop")
         self.scalar(s.start, s, "a loop start")

@@ -18,8 +18,9 @@ loop), so data pointers keep `noalias` and a constant unit stride stays a
 constant: the body vectorizes as the serial loop does. Locals are private: the
 body has its own slots, initialized from the values outside; those read after
 the loop are copied back from the thread that ran the last iteration (what a
-serial run leaves in them). A loop with fewer than two iterations, one thread
-or no libgomp calls the body directly, without GOMP (whose dispatch costs ~2 us).
+serial run leaves in them). A loop with fewer than two iterations, one thread,
+a false `when` condition or no libgomp calls the body directly, without GOMP
+(whose dispatch costs ~2 us).
 """
 
 from __future__ import annotations
@@ -263,6 +264,8 @@ def _emit_call_site(cx: FunctionContext, loop: For, plan: _Plan, values: list[ir
     threads = bld.zext(bld.call(num_threads(module, module.triple), []), I64)
     worth = bld.and_(bld.icmp_unsigned(">", trip, int_const(I64, 1)),
                      bld.icmp_unsigned(">", threads, int_const(I64, 1)))
+    if loop.when is not None:  # the schedule's "enough work" test
+        worth = bld.and_(worth, emit_expr(cx, loop.when))
     # Live-outs start as they are: a loop that runs no iteration leaves them so.
     _copy_liveouts(cx, plan, ctx, ctx_type, len(values), into_ctx=True)
     gomp = gomp_parallel(module)

@@ -14,7 +14,7 @@ from dsl.grammar.diagnostics import CompileError, Diagnostic
 from .. import ir
 from ..verify import verify
 from ..machine import Machine
-from . import contract, fuse, parallel, reorder, split, tile, unroll, vectorize
+from . import auto_parallel, contract, fuse, parallel, reorder, split, tile, unroll, vectorize
 from .nest import ScheduleError
 
 PASSES = {p.name: p for p in (split, tile, reorder, unroll, parallel, fuse, vectorize, contract)}
@@ -32,6 +32,7 @@ def apply_schedule(kernel: ir.Kernel, after=None, check: bool = True, machine: M
         if not kernel.auto_schedule:  # an explicit `@schedule()`: exactly as written
             return kernel
         kernel = contract.auto(kernel, machine, remarks)
+        kernel = auto_parallel.run(kernel, remarks)
         if check:
             verify(kernel, "loops")
         if after is not None:

@@ -72,7 +72,7 @@ def auto(kernel: ir.Kernel, machine: Machine, remarks: list | None = None) -> ir
         inside = {id(s) for c in found for s in walk_stmts((c.nest,))}
         for s in kernel.body:
             if isinstance(s, ir.For) and not inside & {id(x) for x in walk_stmts((s,))}:
-                _remark(remarks, s.span, f"loop '{s.name}' runs as written: not a contraction ({match_nest(s)})")
+                _remark(remarks, s.span, f"loop '{s.name}' is not a contraction ({match_nest(s)})")
     return _rewrite(kernel, found, machine, {}, None, remarks) if found else kernel
 
 

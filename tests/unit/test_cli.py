@@ -278,5 +278,6 @@ def test_remarks_say_what_became_a_micro_kernel_and_what_did_not():
     assert "matmul_index.tk:5:5: remark: loop 'm': contraction of 'A' (m=m) and 'B' (n=n) over k=k: " \
            "6x16 f32 micro-kernel" in result.stderr
     result = dslc(SAXPY, "--remarks", "--emit=schedule")
-    assert "remark: loop 'i' runs as written: not a contraction" in result.stderr
+    assert "remark: loop 'i' is not a contraction" in result.stderr
+    assert "remark: loop 'i': parallel on all threads when its work" in result.stderr
     assert "remark" not in dslc(SAXPY, "--emit=schedule").stderr

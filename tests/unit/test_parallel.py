@@ -38,6 +38,7 @@ HERE = Path(__file__).resolve().parent
 WARNING = "dslc: libgomp not found; parallel loops run on one thread"
 
 KERNELS = """
+@schedule()  # as written: no automatic schedule
 def bmm(a: f32[Na, I, K], b: f32[Nb, K, J], out: f32[N, I, J]):
     for n, i, j in pgrid(N, I, J):
         acc = 0.0
@@ -45,29 +46,35 @@ def bmm(a: f32[Na, I, K], b: f32[Nb, K, J], out: f32[N, I, J]):
             acc += a[n % Na, i, k] * b[n % Nb, k, j]
         out[n, i, j] = acc
 
+@schedule()  # as written: no automatic schedule
 def scale(alpha: f32, x: f32[N], out: f32[N]):
     for n in pgrid(N):
         out[n] = alpha * x[n] + f32(n)
 
+@schedule()  # as written: no automatic schedule
 def gather(x: f32[M], idx: i64[N], out: f32[N]):
     for n in pgrid(N):
         out[n] = x[idx[n]]
 
+@schedule()  # as written: no automatic schedule
 def shift(x: f32[N], out: f32[N]):
     for n in pgrid(N):
         out[n] = x[n + 1]
 
+@schedule()  # as written: no automatic schedule
 def last(x: f32[N], out: f32[1]):
     t = -1.0
     for n in pgrid(N):
         t = x[n]
     out[0] = t
 
+@schedule()  # as written: no automatic schedule
 def nested(x: f32[M, N], out: f32[M, N]):
     for m in pgrid(M):
         for n in pgrid(N):
             out[m, n] = x[m, n] * 2.0
 
+@schedule()  # as written: no automatic schedule
 def inner(x: f32[T, N], out: f32[T, N]):
     for t in range(T):
         for n in pgrid(N):
