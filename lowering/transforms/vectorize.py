@@ -16,6 +16,8 @@ loop writes (see dependence.py), and every local is private to an iteration,
 except reductions: `acc = acc + e` (and `*`, `min`, `max`) and `T[j] = T[j] + e`
 at an index that does not move with `i` become one horizontal reduction of the
 vector `e` — reordering a float sum, so those need `@options(reassociate=True)`.
+After `vectorize(i, w)`, a local reduction accumulates in a vector over the
+blocks and is reduced once after them (vector_accumulators.py).
 Every access must already be proven in bounds (vector code has no per-lane checks).
 """
 
@@ -28,6 +30,7 @@ from ..rewrite import map_expr, stmt_exprs, walk_expr, walk_stmts
 from ..types import BOOL
 from ..vector import lanes_of
 from .dependence import separated_by
+from .vector_accumulators import accumulate_in_vectors
 from .vector_locals import assigned_locals, carried_locals, vector_locals
 from .nest import ScheduleError, find_loop, replace_loop
 from .split import split_loop
@@ -41,12 +44,15 @@ def run(kernel: ir.Kernel, d) -> ir.Kernel:
     loop = find_loop(kernel.body, d.loops[0].name, d.loops[0].span)
     if not d.ints:
         new = Vectorizer(kernel, loop, d.span).run()
-        return replace(kernel, body=replace_loop(kernel.body, loop, new))
+        parent = next((s for s in walk_stmts(kernel.body) if isinstance(s, ir.For) and loop in s.body), None)
+        kernel = replace(kernel, body=replace_loop(kernel.body, loop, new))
+        return kernel if parent is None else _accumulate_over(kernel, parent.name, d.span)
     width, tail = d.ints[0], d.option("tail", "peel")
     main, rest = split_loop(loop, width, "peel", d.span)
     kernel = replace(kernel, body=replace_loop(kernel.body, loop, [main, rest]))
     inner = main.body[0]
     kernel = replace(kernel, body=replace_loop(kernel.body, inner, Vectorizer(kernel, inner, d.span).run()))
+    kernel = _accumulate_over(kernel, main.name, d.span)
     if tail == "mask":
         # Full vectors run unmasked; only the last, partial one is masked.
         rest = find_loop(kernel.body, rest.name, d.span)  # rebuilt by the replacement above
@@ -54,6 +60,12 @@ def run(kernel: ir.Kernel, d) -> ir.Kernel:
         runs = ir.Binary("<", rest.start, rest.stop, BOOL, rest.span)
         kernel = replace(kernel, body=replace_loop(kernel.body, rest, [ir.If(runs, tuple(last), (), rest.span)]))
     return kernel
+
+
+def _accumulate_over(kernel: ir.Kernel, loop_name: str, span) -> ir.Kernel:
+    """Keep reductions in vector accumulators across the loop around the vector step."""
+    outer = find_loop(kernel.body, loop_name, span)  # rebuilt by the vectorization
+    return replace(kernel, body=replace_loop(kernel.body, outer, accumulate_in_vectors(outer)))
 
 
 class Vectorizer:
