@@ -125,6 +125,8 @@ def _branch(cx: FunctionContext, cond: ir.Value, then: Callable[[], ir.Value],
 def may_load(e: Expr) -> bool:
     """True when evaluating `e` may read tensor memory (so it cannot be speculated)."""
     match e:
+        case Load(safe=True, indices=indices):  # proven in bounds: safe to read early
+            return any(may_load(i) for i in indices)
         case Load():
             return True
         case Const() | Var() | Shape() | Overlaps() | Threads():

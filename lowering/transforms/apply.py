@@ -14,7 +14,7 @@ from dsl.grammar.diagnostics import CompileError, Diagnostic
 from .. import ir
 from ..verify import verify
 from ..machine import Machine
-from . import auto_parallel, contract, fuse, parallel, reorder, split, tile, unroll, vectorize
+from . import auto_parallel, contract, fuse, if_convert, parallel, reorder, split, tile, unroll, vectorize
 from .nest import ScheduleError
 
 PASSES = {p.name: p for p in (split, tile, reorder, unroll, parallel, fuse, vectorize, contract)}
@@ -28,9 +28,10 @@ def apply_schedule(kernel: ir.Kernel, after=None, check: bool = True, machine: M
     `remarks`, when a list, receives `Diagnostic`s (severity 'remark') saying
     what was done to each loop nest and why (`dslc --remarks`).
     """
+    if not kernel.schedule and not kernel.auto_schedule:  # `@schedule()`: exactly as written
+        return kernel
+    kernel = if_convert.run(kernel)
     if not kernel.schedule:
-        if not kernel.auto_schedule:  # an explicit `@schedule()`: exactly as written
-            return kernel
         kernel = contract.auto(kernel, machine, remarks)
         kernel = auto_parallel.run(kernel, remarks)
         if check:
