@@ -4,15 +4,13 @@ brings enough work, illegal ones stay serial and say why (`--remarks`)."""
 import numpy as np
 import pytest
 
-import dsl
-from dsl.backends.link import link_shared
-from dsl.grammar.diagnostics import Source
+from tk_library import load_library
+from tk_library import compile_to as compile_text
+
 from dsl.lowering import ir
 from dsl.lowering.rewrite import walk_stmts
 from dsl.lowering.transforms.auto_parallel import MIN_WORK
 from dsl.lowering.verify import VerifyError, verify
-from dsl.options import CompileOptions
-from dsl.pipeline import compile_source
 
 KERNELS = """
 def saxpy(alpha: f32, x: f32[N], y: f32[N], out: f32[N]):
@@ -38,15 +36,12 @@ def column_sums(x: f32[T, N], out: f32[N]):
 
 
 def compile_to(stage: str, remarks: bool = False):
-    return compile_source(Source("auto.tk", KERNELS), CompileOptions(remarks=remarks), stop_after=stage)
+    return compile_text(KERNELS, stage, remarks=remarks)
 
 
 @pytest.fixture(scope="module")
 def lib(tmp_path_factory):
-    job = compile_to("obj")
-    path = tmp_path_factory.mktemp("auto") / "k.so"
-    link_shared(job.obj, path, job.target)
-    return dsl.load(path)
+    return load_library(KERNELS, tmp_path_factory, "auto")
 
 
 def loops(kernel_name: str) -> list[ir.For]:

@@ -14,13 +14,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import dsl
-from dsl.backends.link import link_shared
-from dsl.grammar.diagnostics import Source
+from tk_library import compile_to, load_library
+
 from dsl.lowering.interpret import run_kernel
 from dsl.lowering.printer import format_kernel
-from dsl.options import CompileOptions
-from dsl.pipeline import compile_source
 
 KERNELS = """
 def mm_auto(A: f32[M, K], B: f32[K, N], C: f32[M, N]):
@@ -67,10 +64,7 @@ SIZES = [(0, 3, 4), (3, 0, 4), (3, 4, 0), (1, 1, 1), (6, 16, 16), (7, 17, 17), (
 
 @pytest.fixture(scope="module")
 def lib(tmp_path_factory):
-    job = compile_source(Source("contract.tk", KERNELS), CompileOptions(), stop_after="obj")
-    path = tmp_path_factory.mktemp("contract") / "k.so"
-    link_shared(job.obj, path, job.target)
-    return dsl.load(path)
+    return load_library(KERNELS, tmp_path_factory, "contract")
 
 
 def operands(m, k, n, dtype=np.float32, seed=0):
@@ -131,7 +125,7 @@ def test_batched(lib, name, batch):
 
 
 def test_empty_schedule_means_as_written():
-    job = compile_source(Source("contract.tk", KERNELS), CompileOptions(), stop_after="schedule")
+    job = compile_to(KERNELS, "schedule")
     printed = {k.name: format_kernel(k) for k in job.program.kernels}
     assert "alloc" not in printed["bmm_as_written"] and "alloc Ap" in printed["bmm_seed"]
 
@@ -182,7 +176,7 @@ _loop_ir: list = []
 
 def _scheduled():
     if not _loop_ir:
-        job = compile_source(Source("contract.tk", KERNELS), CompileOptions(), stop_after="guard")
+        job = compile_to(KERNELS, "guard")
         _loop_ir.append(next(k for k in job.program.kernels if k.name == "mm_small_blocks"))
     return _loop_ir[0]
 

@@ -5,13 +5,10 @@ behind the branch."""
 import numpy as np
 import pytest
 
-import dsl
-from dsl.backends.link import link_shared
-from dsl.grammar.diagnostics import Source
+from tk_library import compile_to, load_library
+
 from dsl.lowering import ir
 from dsl.lowering.rewrite import walk_stmts
-from dsl.options import CompileOptions
-from dsl.pipeline import compile_source
 
 KERNELS = """
 @schedule(vectorize(i, 8))
@@ -27,20 +24,13 @@ def guarded(x: f32[N], out: f32[N]):
 """
 
 
-def compile_to(stage: str):
-    return compile_source(Source("ifc.tk", KERNELS), CompileOptions(), stop_after=stage)
-
-
 @pytest.fixture(scope="module")
 def lib(tmp_path_factory):
-    job = compile_to("obj")
-    path = tmp_path_factory.mktemp("ifc") / "k.so"
-    link_shared(job.obj, path, job.target)
-    return dsl.load(path)
+    return load_library(KERNELS, tmp_path_factory, "ifc")
 
 
 def test_only_the_guarded_branch_stays():
-    kernels = {k.name: k for k in compile_to("schedule").program.kernels}
+    kernels = {k.name: k for k in compile_to(KERNELS, "schedule").program.kernels}
     assert not any(isinstance(s, ir.If) for s in walk_stmts(kernels["pick"].body))
     assert any(isinstance(s, ir.If) for s in walk_stmts(kernels["guarded"].body))
 
