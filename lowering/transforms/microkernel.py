@@ -16,20 +16,61 @@ that exist, under a lane mask for the columns.
 from __future__ import annotations
 
 from .. import ir
-from ..arith import add, compare, i64, mul
+from ..arith import add, compare, i64, mul, sub
 from ..machine import MicroTile
 from ..types import BOOL, I64
 from .contract_match import Contraction
 from .nest import substitute_expr
 
 
-def tile_body(c: Contraction, t: MicroTile, at: dict, kc: ir.Expr, first_panel: ir.Expr) -> list[ir.Stmt]:
+class Packed:
+    """Operands read from the packed panels Ap (at a0) and Bp (at b0)."""
+
+    def __init__(self, c: Contraction, t: MicroTile, at: dict):
+        self.c, self.t, self.at = c, t, at
+
+    def a(self, p: ir.Expr, r: int) -> ir.Expr:
+        index = add(add(self.at["a0"], mul(p, i64(self.t.mr))), i64(r))
+        return ir.Load(self.at["Ap"], (index,), self.c.dtype, safe=True)
+
+    def b(self, p: ir.Expr, v: int) -> ir.Expr:
+        first = add(add(self.at["b0"], mul(p, i64(self.t.nr))), i64(v * self.t.lanes))
+        return ir.Load(self.at["Bp"], (ir.Ramp(first, 1, self.t.lanes),), self.c.dtype, safe=True)
+
+
+class Direct:
+    """Operands read where they are (small products, where packing does not
+    pay). On a tile over C's edge, A's rows past M repeat row M - 1 (their
+    results are never stored) and B's columns past N are masked off."""
+
+    def __init__(self, c: Contraction, t: MicroTile, at: dict, edge: bool):
+        self.c, self.t, self.at, self.edge = c, t, at, edge
+
+    def a(self, p: ir.Expr, r: int) -> ir.Expr:
+        m = add(self.at["m0"], i64(r))
+        if self.edge:
+            m = ir.Binary("min", m, sub(self.at["M"], i64(1)), I64)
+        where = {self.c.m.var: m, self.c.k.var: p}
+        return ir.Load(self.c.a.tensor, tuple(substitute_expr(x, where) for x in self.c.a.indices),
+                       self.c.dtype, self.c.a.span, safe=True)
+
+    def b(self, p: ir.Expr, v: int) -> ir.Expr:
+        column = ir.Ramp(add(self.at["n0"], i64(v * self.t.lanes)), 1, self.t.lanes)
+        where = {self.c.k.var: p, self.c.n.var: column}
+        mask = ir.Binary("<", column, self.at["N"], BOOL) if self.edge else None
+        return ir.Load(self.c.b.tensor, tuple(substitute_expr(x, where) for x in self.c.b.indices),
+                       self.c.dtype, self.c.b.span, safe=True, mask=mask)
+
+
+def tile_body(c: Contraction, t: MicroTile, at: dict, kc: ir.Expr, first_panel: ir.Expr,
+              operands=None) -> list[ir.Stmt]:
     """Statements computing the tile at C[at['m0'].., at['n0']..].
 
     `at` holds i64 expressions: m0, n0 (the tile's corner in C), rows and cols
-    (how much of the tile lies inside C), N (C's extent along n), a0 and b0
-    (the panels' offsets), and the scratch buffers Ap and Bp.
+    (how much of the tile lies inside C), M and N (C's extents), and what the
+    operands need (`Packed`, the default: a0, b0 and the buffers Ap, Bp).
     """
+    operands = operands or Packed(c, t, at)
     dtype = c.dtype
     acc = [[ir.Sym(f"acc{r}_{v}", dtype, "local", lanes=t.lanes) for v in range(t.vectors)]
            for r in range(t.mr)]
@@ -64,7 +105,7 @@ def tile_body(c: Contraction, t: MicroTile, at: dict, kc: ir.Expr, first_panel: 
 
     zero = [ir.Assign(a, ir.Const(0.0, dtype)) for row in acc for a in row]
     init = ir.If(first_panel, tuple(zero), tuple(each(load_c)))
-    return [init, *_prefetch_next(c, t, at), _k_loop(c, t, at, kc, acc), *each(store_c)]
+    return [init, *_prefetch_next(c, t, at), _k_loop(c, t, operands, kc, acc), *each(store_c)]
 
 
 def _prefetch_next(c: Contraction, t: MicroTile, at: dict) -> list[ir.Stmt]:
@@ -80,17 +121,13 @@ def _prefetch_next(c: Contraction, t: MicroTile, at: dict) -> list[ir.Stmt]:
     return out
 
 
-def _k_loop(c: Contraction, t: MicroTile, at: dict, kc: ir.Expr, acc) -> ir.For:
+def _k_loop(c: Contraction, t: MicroTile, operands, kc: ir.Expr, acc) -> ir.For:
     dtype = c.dtype
     p = ir.Sym("p", I64, "loop")
     b = [ir.Sym(f"b{v}", dtype, "local", lanes=t.lanes) for v in range(t.vectors)]
-    b_row = add(at["b0"], mul(ir.Var(p), i64(t.nr)))
-    a_col = add(at["a0"], mul(ir.Var(p), i64(t.mr)))
-    body: list[ir.Stmt] = [
-        ir.Assign(b[v], ir.Load(at["Bp"], (ir.Ramp(add(b_row, i64(v * t.lanes)), 1, t.lanes),), dtype, safe=True))
-        for v in range(t.vectors)]
+    body: list[ir.Stmt] = [ir.Assign(b[v], operands.b(ir.Var(p), v)) for v in range(t.vectors)]
     for r in range(t.mr):
-        a = ir.Broadcast(ir.Load(at["Ap"], (add(a_col, i64(r)),), dtype, safe=True), t.lanes)
+        a = ir.Broadcast(operands.a(ir.Var(p), r), t.lanes)
         for v in range(t.vectors):
             body.append(ir.Assign(acc[r][v], ir.Fma(a, ir.Var(b[v]), ir.Var(acc[r][v]), dtype)))
     return ir.For(p, i64(0), kc, 1, tuple(body), f"{c.k.name}.micro", span=c.k.span)
