@@ -40,7 +40,7 @@ from ..rewrite import walk_stmts
 from ..types import BOOL, I64
 from .contract_match import Contraction, match_nest
 from .microkernel import Direct, tile_body
-from .nest import ScheduleError, find_loop, replace_loop
+from .nest import ScheduleError, find_loop, fresh_locals, replace_loop
 from .pack import pack_a, pack_b
 
 name = "contract"
@@ -146,8 +146,9 @@ def _batch_parallel(batch: ir.For, blocked: list[ir.Stmt]) -> ir.Stmt:
         return replace(batch, body=tuple(blocked))
     threads = ir.Threads(batch.span)
     enough = ir.Binary("and", compare(">", threads, i64(1)), compare(">=", trips, threads), BOOL)
-    return ir.If(enough, (replace(batch, body=tuple(blocked), kind="parallel"),),
-                 (replace(batch, body=tuple(blocked)),), batch.span)
+    # The two copies share no variable (see `fresh_locals`).
+    serial = fresh_locals((replace(batch, body=tuple(blocked)),))
+    return ir.If(enough, (replace(batch, body=tuple(blocked), kind="parallel"),), serial, batch.span)
 
 
 def _tile(machine: Machine, c: Contraction, options: dict, span) -> MicroTile:

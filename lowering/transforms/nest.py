@@ -7,6 +7,7 @@ from dataclasses import replace
 from dsl.grammar.diagnostics import Span, did_you_mean
 
 from .. import ir
+from ..ir import fresh
 from ..arith import add, floordiv, fold, i64, maximum, mul, sub  # noqa: F401 (re-exported)
 from ..rewrite import map_expr, map_stmts, walk_stmts
 
@@ -76,6 +77,29 @@ def copy_loops(body, suffix: str) -> tuple[ir.Stmt, ...]:
     def stmt_fn(s: ir.Stmt):
         if isinstance(s, ir.For) and s.var in mapping:
             return replace(s, var=mapping[s.var], name=s.name + suffix)
+        return None
+
+    renamed = substitute(body, {old: ir.Var(new) for old, new in mapping.items()})
+    return map_stmts(renamed, None, stmt_fn)
+
+
+def fresh_locals(body) -> tuple[ir.Stmt, ...]:
+    """A copy of `body` in which every loop variable and local it assigns is a
+    new symbol: the copy shares no variable with the original, so code
+    generation does not see one's values live in the other (a parallel
+    loop's live-outs would otherwise include them)."""
+    mapping: dict[ir.Sym, ir.Sym] = {}
+    for s in walk_stmts(body):
+        if isinstance(s, ir.For):
+            mapping[s.var] = fresh(s.var)
+        elif isinstance(s, ir.Assign) and s.sym.role == "local":
+            mapping.setdefault(s.sym, fresh(s.sym))
+
+    def stmt_fn(s: ir.Stmt):
+        if isinstance(s, ir.For) and s.var in mapping:
+            return replace(s, var=mapping[s.var])
+        if isinstance(s, ir.Assign) and s.sym in mapping:
+            return replace(s, sym=mapping[s.sym])
         return None
 
     renamed = substitute(body, {old: ir.Var(new) for old, new in mapping.items()})
