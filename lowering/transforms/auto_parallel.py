@@ -3,7 +3,7 @@ run in parallel does, when the call brings enough work to pay for a team.
 
 For each loop at the top of the kernel (or the single loop directly inside it,
 when the outer one cannot be split among threads), the `parallel` directive's
-legality test decides; a loop that passes becomes `parallel` with a `when`
+legality test decides, and every access must be proven in bounds; a loop that passes becomes `parallel` with a `when`
 condition: its estimated work (iterations times the memory accesses of their
 bodies, inner loops included) at least `MIN_WORK`. Below that the loop runs on
 the calling thread, at the cost of one call. Nests that already have parallel
@@ -62,12 +62,28 @@ def _parallel_candidate(loop: ir.For) -> tuple[ir.For | None, str]:
 
 
 def _illegal(loop: ir.For) -> str | None:
+    unproven = _unproven_access(loop)
+    if unproven is not None:
+        # Measured: a Jacobi sweep with checked neighbour reads ran 3x slower
+        # outlined on two threads than serially (its checked inner loop stops
+        # vectorizing there). Until that is fixed, such loops stay serial.
+        return f"the access to '{unproven}' is not proven in bounds, so it is checked on every iteration"
     what = f"run '{loop.name}' in parallel"
     try:
         require_private_locals(loop.body, what, loop.span)
         separated_by(loop.body, loop.var, what, loop.span)
     except ScheduleError as err:
         return err.message
+    return None
+
+
+def _unproven_access(loop: ir.For) -> str | None:
+    for s in walk_stmts(loop.body):
+        if isinstance(s, ir.Store) and not s.safe:
+            return s.tensor.name
+        for e in (n for x in stmt_exprs(s) for n in walk_expr(x)):
+            if isinstance(e, ir.Load) and not e.safe:
+                return e.tensor.name
     return None
 
 

@@ -28,6 +28,10 @@ def prefix(x: f64[N], out: f64[N]):
         acc += x[i]
         out[i] = acc
 
+def shifted(x: f32[N], out: f32[N]):
+    for i in range(N):
+        out[i] = x[i + 1] if i + 1 < N else 0.0
+
 def column_sums(x: f32[T, N], out: f32[N]):
     for t in range(T):
         for n in range(N):
@@ -53,6 +57,7 @@ def test_which_loops_get_threads():
     assert [(x.name, x.kind, x.when is not None) for x in loops("saxpy")] == [("i", "parallel", True)]
     assert [x.kind for x in loops("saxpy_serial")] == ["serial"]
     assert [x.kind for x in loops("prefix")] == ["serial"]  # acc carries from one i to the next
+    assert [x.kind for x in loops("shifted")] == ["serial"]  # x[i + 1] is checked on each iteration
     # t revisits every out[n]; the n loop inside it is the one that splits.
     assert [(x.name, x.kind) for x in loops("column_sums")] == [("t", "serial"), ("n", "parallel")]
 
@@ -61,6 +66,7 @@ def test_remarks_give_the_reason(capsys):
     compile_to("schedule", remarks=True)
     err = capsys.readouterr().err
     assert "remark: loop 'i' runs on one thread:" in err  # prefix
+    assert "the access to 'x' is not proven in bounds" in err  # shifted
     assert f"is at least {MIN_WORK}" in err
 
 
