@@ -57,9 +57,14 @@ _I64 = struct.Struct("<q")
 _NUMBER = (int, float, np.integer, np.floating)
 
 
-def _pack_float(kernel: str, p: ParamSpec, value) -> int:
+def check_number(kernel: str, p: ParamSpec, value) -> None:
+    """A float parameter takes any number but a bool."""
     if type(value) is not float and (not isinstance(value, _NUMBER) or isinstance(value, (bool, np.bool_))):
         raise TypeError(f"{kernel}(): parameter '{p.name}' expects a number ({p.dtype}), got {describe(value)}")
+
+
+def _pack_float(kernel: str, p: ParamSpec, value) -> int:
+    check_number(kernel, p, value)
     if p.dtype == "f64":
         return _I64.unpack(_F64.pack(float(value)))[0]
     try:
@@ -171,8 +176,11 @@ class Caller:
         values = []  # also keeps converted arrays alive during the call
         for value, p, char in zip(args, self._params, self._chars):
             if p.kind == "scalar":
-                bits = pack_scalar(self.name, p, value)  # checks the type for every scalar
-                values.append(float(value) if p.dtype in ("f32", "f64") else bits)
+                if p.dtype in ("f32", "f64"):  # a C double (numpy_entry.py)
+                    check_number(self.name, p, value)
+                    values.append(float(value))
+                else:
+                    values.append(pack_scalar(self.name, p, value))
                 continue
             if type(value) is not np.ndarray:
                 value = as_array(self.name, p, value)

@@ -32,7 +32,7 @@ _SC_NPROCESSORS_ONLN = {"linux": 84, "darwin": 58, "apple": 58, "freebsd": 58}
 VOID = ir.VoidType()
 
 
-def _extern(module: ir.Module, name: str, ret: ir.Type, args: list[ir.Type],
+def extern(module: ir.Module, name: str, ret: ir.Type, args: list[ir.Type],
             weak: bool = False) -> ir.Function:
     """Get or declare the C function `name` (weak: may be missing at run time)."""
     existing = module.globals.get(name)
@@ -47,17 +47,17 @@ def _extern(module: ir.Module, name: str, ret: ir.Type, args: list[ir.Type],
 
 def gomp_parallel(module: ir.Module) -> ir.Function:
     """`void GOMP_parallel(void (*fn)(void*), void* data, unsigned n, unsigned flags)`, weak."""
-    return _extern(module, GOMP_PARALLEL, VOID, [PTR, PTR, I32, I32], weak=True)
+    return extern(module, GOMP_PARALLEL, VOID, [PTR, PTR, I32, I32], weak=True)
 
 
 def omp_thread_num(module: ir.Module) -> ir.Function:
     """`int omp_get_thread_num(void)`, weak (only called inside a team)."""
-    return _extern(module, "omp_get_thread_num", I32, [], weak=True)
+    return extern(module, "omp_get_thread_num", I32, [], weak=True)
 
 
 def omp_num_threads(module: ir.Module) -> ir.Function:
     """`int omp_get_num_threads(void)`, weak (only called inside a team)."""
-    return _extern(module, "omp_get_num_threads", I32, [], weak=True)
+    return extern(module, "omp_get_num_threads", I32, [], weak=True)
 
 
 def _cstring(module: ir.Module, name: str, text: str) -> ir.GlobalVariable:
@@ -129,8 +129,8 @@ def num_threads(module: ir.Module, triple: str) -> ir.Function:
 def _threads_from_env(module: ir.Module, fn: ir.Function, bld: ir.IRBuilder,
                       triple: str) -> ir.Value:
     """The first positive of atoi(getenv(var)) for ENV_VARS, else the online cores (>= 1)."""
-    getenv = _extern(module, "getenv", PTR, [PTR])
-    atoi = _extern(module, "atoi", I32, [PTR])
+    getenv = extern(module, "getenv", PTR, [PTR])
+    atoi = extern(module, "atoi", I32, [PTR])
     done = fn.append_basic_block("done")
     incoming: list[tuple[ir.Value, ir.Block]] = []
     for var in ENV_VARS:
@@ -142,7 +142,7 @@ def _threads_from_env(module: ir.Module, fn: ir.Function, bld: ir.IRBuilder,
         incoming.append((value, bld.block))
         bld.cbranch(bld.icmp_signed(">", value, int_const(I32, 0)), done, nxt)
         bld.position_at_end(nxt)
-    sysconf = _extern(module, "sysconf", I64, [I32])
+    sysconf = extern(module, "sysconf", I64, [I32])
     code = next((c for os_name, c in _SC_NPROCESSORS_ONLN.items() if os_name in triple), 84)
     cores = bld.trunc(bld.call(sysconf, [int_const(I32, code)]), I32)
     # sysconf may fail (-1): one thread is always safe.
@@ -167,7 +167,7 @@ def warn_serial(module: ir.Module) -> ir.Function:
     fn.attributes.add("cold")
     warned = _internal_global(module, WARN_FN + ".done")
     # write(2) rather than stdio: no FILE* to find, and one call is atomic enough.
-    write = _extern(module, "write", I64, [I32, PTR, I64])
+    write = extern(module, "write", I64, [I32, PTR, I64])
     bld = ir.IRBuilder(fn.append_basic_block("entry"))
     before = bld.atomic_rmw("xchg", warned, int_const(I32, 1), "monotonic")
     first, done = fn.append_basic_block("first"), fn.append_basic_block("done")

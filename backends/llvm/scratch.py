@@ -26,6 +26,7 @@ from dsl.lowering.ir import Alloc
 from .context import FunctionContext, TensorArgs
 from .exprs import emit_expr
 from .ltypes import I8, I64, PTR, int_const
+from .runtime import extern
 
 ALIGN = 64  # a cache line; also the header's size, so the data stay aligned
 
@@ -123,13 +124,10 @@ def _zero(cx: FunctionContext) -> ir.GlobalVariable:
 
 
 def _libc(cx: FunctionContext, name: str) -> ir.Function:
-    """free or aligned_alloc (declared here, not by `cx.declare`: they touch memory)."""
-    fn = cx.module.globals.get(name)
-    if fn is None:
-        if name == "free":
-            fn = ir.Function(cx.module, ir.FunctionType(ir.VoidType(), [PTR]), name=name)
-        else:
-            fn = ir.Function(cx.module, ir.FunctionType(PTR, [I64, I64]), name=name)
-            fn.return_value.attributes.add("noalias")
-        fn.attributes.add("nounwind")
+    """free or aligned_alloc (not `cx.declare`, which is for functions that touch no memory)."""
+    if name == "free":
+        return extern(cx.module, name, ir.VoidType(), [PTR])
+    fn = extern(cx.module, name, PTR, [I64, I64])
+    if "noalias" not in fn.return_value.attributes:
+        fn.return_value.attributes.add("noalias")
     return fn

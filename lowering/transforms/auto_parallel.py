@@ -14,13 +14,12 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from dsl.grammar.diagnostics import Diagnostic
-
 from .. import ir
+from ..printer import format_expr
 from ..arith import add, compare, i64, maximum, mul, sub
 from ..rewrite import assigned_syms, stmt_exprs, walk_expr, walk_stmts
 from .dependence import require_private_locals, separated_by
-from .nest import ScheduleError, replace_loop
+from .nest import ScheduleError, remark, replace_loop
 
 # Element accesses below which a thread team does not pay: GOMP's dispatch
 # costs ~2 us here, the time of ~2^15 to 2^16 vectorized element accesses.
@@ -34,13 +33,13 @@ def run(kernel: ir.Kernel, remarks: list | None = None) -> ir.Kernel:
             continue
         loop, reason = _parallel_candidate(s)
         if loop is None:
-            _remark(remarks, s.span, f"loop '{s.name}' runs on one thread: {reason}")
+            remark(remarks, s.span, f"loop '{s.name}' runs on one thread: {reason}")
             continue
         work = _work(loop)
         when = compare(">=", work, i64(MIN_WORK))
         body = replace_loop(body, loop, [replace(loop, kind="parallel", when=when)])
-        _remark(remarks, loop.span, f"loop '{loop.name}': parallel on all threads when its work "
-                                    f"(~{_describe(work)} element accesses) is at least {MIN_WORK}")
+        remark(remarks, loop.span, f"loop '{loop.name}': parallel on all threads when its work "
+                                    f"(~{format_expr(work)} element accesses) is at least {MIN_WORK}")
     return replace(kernel, body=body)
 
 
@@ -116,12 +115,4 @@ def _cost(body, inside: set) -> ir.Expr:
     return total
 
 
-def _describe(e: ir.Expr) -> str:
-    from ..printer import format_expr
 
-    return format_expr(e)
-
-
-def _remark(remarks: list | None, span, text: str) -> None:
-    if remarks is not None:
-        remarks.append(Diagnostic(span, text, severity="remark"))

@@ -31,8 +31,6 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from dsl.grammar.diagnostics import Diagnostic
-
 from .. import ir
 from ..arith import add, compare, floordiv, i64, maximum, minimum, mul, sub
 from ..machine import Machine, MicroTile, micro_tile
@@ -40,7 +38,7 @@ from ..rewrite import walk_stmts
 from ..types import BOOL, I64
 from .contract_match import Contraction, match_nest
 from .microkernel import Direct, tile_body
-from .nest import ScheduleError, find_loop, fresh_locals, replace_loop
+from .nest import ScheduleError, find_loop, fresh_locals, remark, replace_loop
 from .pack import pack_a, pack_b
 
 name = "contract"
@@ -72,7 +70,7 @@ def run(kernel: ir.Kernel, d, machine: Machine = Machine(), remarks: list | None
 def auto(kernel: ir.Kernel, machine: Machine, remarks: list | None = None) -> ir.Kernel:
     """The automatic schedule's part: every contraction, with default blocking."""
     if kernel.options.inplace:
-        _remark(remarks, kernel.span, f"kernel '{kernel.name}': no contraction micro-kernel, "
+        remark(remarks, kernel.span, f"kernel '{kernel.name}': no contraction micro-kernel, "
                                       "since outputs may overlap inputs (inplace=True)")
         return kernel
     found = contractions(kernel)
@@ -80,13 +78,9 @@ def auto(kernel: ir.Kernel, machine: Machine, remarks: list | None = None) -> ir
         inside = {id(s) for c in found for s in walk_stmts((c.nest,))}
         for s in kernel.body:
             if isinstance(s, ir.For) and not inside & {id(x) for x in walk_stmts((s,))}:
-                _remark(remarks, s.span, f"loop '{s.name}' is not a contraction ({match_nest(s)})")
+                remark(remarks, s.span, f"loop '{s.name}' is not a contraction ({match_nest(s)})")
     return _rewrite(kernel, found, machine, {}, None, remarks) if found else kernel
 
-
-def _remark(remarks: list | None, span, text: str) -> None:
-    if remarks is not None:
-        remarks.append(Diagnostic(span, text, severity="remark"))
 
 
 def contractions(kernel: ir.Kernel) -> list[Contraction]:
@@ -122,7 +116,7 @@ def _rewrite(kernel: ir.Kernel, found: list[Contraction], machine: Machine, opti
             body = replace_loop(body, batch, [_batch_parallel(batch, blocked)])
         else:
             body = replace_loop(body, c.nest, blocked)
-        _remark(remarks, c.nest.span,
+        remark(remarks, c.nest.span,
                 f"loop '{c.nest.name}': contraction of '{c.a.tensor.name}' (m={c.m.name}) and "
                 f"'{c.b.tensor.name}' (n={c.n.name}) over k={c.k.name}: {tile.mr}x{tile.nr} {c.dtype} "
                 f"micro-kernel in registers, B packed in {kc}x{nc} panels, A in {mc}x{kc} blocks {where}")
@@ -165,6 +159,12 @@ def _blocking(c: Contraction, t: MicroTile, options: dict) -> tuple[int, int, in
     kc = options.get("kc", 512 * 32 // c.dtype.bits)
     nc = max(t.nr, options.get("nc", 1024) // t.nr * t.nr)
     return mc, kc, nc
+
+
+def _at_most(M: ir.Expr, N: ir.Expr, K: ir.Expr, work: int, more: bool = False) -> ir.Expr:
+    """M x N x max(K, 1) <= work (or, with `more`, > work), without forming
+    the product (it could overflow)."""
+    return compare(">" if more else "<=", mul(M, N), floordiv(i64(work), maximum(K, i64(1))))
 
 
 def _roundup(x: ir.Expr, f: int) -> ir.Expr:
@@ -219,7 +219,7 @@ def _blocked(c: Contraction, t: MicroTile, blocking: tuple[int, int, int], code:
     n_panels = ir.For(jc_loop_var, i64(0), ir.Var(N), nc_max, tuple(n_body), f"{c.n.name}.panel", span=span)
     # Small products skip packing: B's rows are read where they are.
     small = ir.Binary("and", compare("<=", mul(ir.Var(K), ir.Var(N)), i64(DIRECT_B_ELEMENTS)),
-                      compare("<=", mul(ir.Var(M), ir.Var(N)), floordiv(i64(DIRECT_WORK), maximum(ir.Var(K), i64(1)))),
+                      _at_most(ir.Var(M), ir.Var(N), ir.Var(K), DIRECT_WORK),
                       BOOL)
     if not direct:
         return [*sizes, *setup, n_panels]
@@ -231,7 +231,7 @@ def _m_blocks(M: ir.Expr, N: ir.Expr, K: ir.Expr, t: MicroTile, mc_max: int, sym
     mc allows, but a multiple of the thread count (when there are enough
     strips), all of one size up to mr: balanced threads."""
     threads, blocks, mc = syms
-    few = compare("<", mul(M, N), floordiv(i64(SMALL_WORK), maximum(K, i64(1))))
+    few = _at_most(M, N, K, SMALL_WORK - 1)
     strips = floordiv(add(M, i64(t.mr - 1)), i64(t.mr))
     return [
         ir.Assign(blocks, floordiv(add(M, i64(mc_max - 1)), i64(mc_max)), span),
@@ -255,5 +255,5 @@ def _direct(c: Contraction, t: MicroTile, M: ir.Expr, N: ir.Expr, K: ir.Expr) ->
     full = ir.Binary("and", compare("==", at["rows"], i64(t.mr)), compare("==", at["cols"], i64(t.nr)), BOOL)
     n_strips = ir.For(js, i64(0), N, t.nr, (ir.If(full, tuple(whole), tuple(edge), span),), f"{c.n.name}.strip",
                       span=span)
-    enough = compare(">=", mul(mul(M, N), maximum(K, i64(1))), i64(SMALL_WORK))
+    enough = _at_most(M, N, K, SMALL_WORK - 1, more=True)
     return [ir.For(strip, i64(0), M, t.mr, (n_strips,), f"{c.m.name}.strip", "parallel", span, when=enough)]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from dsl.grammar.diagnostics import Span, did_you_mean
+from dsl.grammar.diagnostics import Diagnostic, Span, did_you_mean
 
 from .. import ir
 from ..ir import fresh
@@ -104,3 +104,9 @@ def fresh_locals(body) -> tuple[ir.Stmt, ...]:
 
     renamed = substitute(body, {old: ir.Var(new) for old, new in mapping.items()})
     return map_stmts(renamed, None, stmt_fn)
+
+
+def remark(remarks: list | None, span: Span | None, text: str) -> None:
+    """Record what a pass did, or why not, for `dslc --remarks` (when asked)."""
+    if remarks is not None:
+        remarks.append(Diagnostic(span, text, severity="remark"))

@@ -16,7 +16,7 @@ from ..arith import add, compare, i64, minimum, mul, sub
 from ..machine import MicroTile
 from ..types import I64
 from .contract_match import Contraction
-from .nest import substitute, substitute_expr
+from .nest import fresh_locals, substitute_expr
 
 
 def pack_b(c: Contraction, t: MicroTile, at: dict) -> list[ir.Stmt]:
@@ -38,13 +38,11 @@ def pack_b(c: Contraction, t: MicroTile, at: dict) -> list[ir.Stmt]:
              for v in range(t.vectors)]
     copy = ir.Store(at["Bp"], (add(row, ir.Var(j)),), b_at(ir.Var(j)), span, safe=True)
     pad = ir.Store(at["Bp"], (add(row, ir.Var(j)),), ir.Const(0.0, dtype), span, safe=True)
-    edge = [ir.For(j, i64(0), ir.Var(width), 1, (copy,), "pack.B.n", span=span),
-            _fresh_var(ir.For(j, ir.Var(width), i64(t.nr), 1, (pad,), "pack.B.pad", span=span))]
+    edge = _copy_then_pad(p, j, ir.Var(width), t.nr, copy, pad, at["kc"], "pack.B", "n", span)
     strip = [
         ir.Assign(width, minimum(i64(t.nr), sub(at["nc"], ir.Var(js))), span),
         ir.If(compare("==", ir.Var(width), i64(t.nr)),
-              (ir.For(p, i64(0), at["kc"], 1, tuple(whole), "pack.B.k", span=span),),
-              (_fresh_var(ir.For(p, i64(0), at["kc"], 1, tuple(edge), "pack.B.k", span=span)),), span),
+              (ir.For(p, i64(0), at["kc"], 1, tuple(whole), "pack.B.k", span=span),), (edge,), span),
     ]
     return [ir.For(js, i64(0), at["nc"], t.nr, tuple(strip), "pack.B", span=span)]
 
@@ -64,10 +62,7 @@ def pack_a(c: Contraction, t: MicroTile, at: dict) -> list[ir.Stmt]:
     pad = ir.Store(at["Ap"], (add(col, ir.Var(i)),), ir.Const(0.0, dtype), span, safe=True)
     whole = ir.For(p, i64(0), at["kc"], 1, (ir.For(i, i64(0), i64(t.mr), 1, (copy,), "pack.A.m", span=span),),
                    "pack.A.k", span=span)
-    edge = _fresh_var(ir.For(p, i64(0), at["kc"], 1, (
-        _fresh_var(ir.For(i, i64(0), ir.Var(height), 1, (copy,), "pack.A.m", span=span)),
-        _fresh_var(ir.For(i, ir.Var(height), i64(t.mr), 1, (pad,), "pack.A.pad", span=span))),
-        "pack.A.k", span=span))
+    edge = _copy_then_pad(p, i, ir.Var(height), t.mr, copy, pad, at["kc"], "pack.A", "m", span)
     strip = [
         ir.Assign(height, minimum(i64(t.mr), sub(at["mcur"], ir.Var(strip_var))), span),
         ir.If(compare("==", ir.Var(height), i64(t.mr)), (whole,), (edge,), span),
@@ -75,10 +70,12 @@ def pack_a(c: Contraction, t: MicroTile, at: dict) -> list[ir.Stmt]:
     return [ir.For(strip_var, i64(0), at["mcur"], t.mr, tuple(strip), "pack.A", span=span)]
 
 
-def _fresh_var(loop: ir.For) -> ir.For:
-    """`loop` with a new variable (its uses in the body renamed): loop variables
-    are unique, so a second loop built from the same pieces needs its own."""
-    new = ir.Sym(loop.var.name, I64, "loop")
-    body = substitute(loop.body, {loop.var: ir.Var(new)})
-    stop = substitute_expr(loop.stop, {loop.var: ir.Var(new)})
-    return ir.For(new, loop.start, stop, loop.step, body, loop.name, loop.kind, loop.span)
+def _copy_then_pad(p: ir.Sym, x: ir.Sym, valid: ir.Expr, width: int, copy: ir.Stmt, pad: ir.Stmt,
+                   kc: ir.Expr, name: str, axis: str, span) -> ir.For:
+    """For a strip over the operand's edge: per k, copy the `valid` elements and
+    zero the rest of the `width`. Its loops get variables of their own
+    (`fresh_locals`): the same pieces also build the whole-strip copy."""
+    pad_loop = ir.For(x, valid, i64(width), 1, (pad,), f"{name}.pad", span=span)
+    inner = (ir.For(x, i64(0), valid, 1, (copy,), f"{name}.{axis}", span=span), *fresh_locals((pad_loop,)))
+    (edge,) = fresh_locals((ir.For(p, i64(0), kc, 1, inner, f"{name}.k", span=span),))
+    return edge

@@ -22,7 +22,8 @@ from ..loops import identity
 from ..rewrite import stmt_exprs, walk_expr, walk_stmts
 from ..vector import lanes_of
 
-_NAMES = {"+": "sum", "*": "prod", "min": "min", "max": "max"}
+# The reduction each update operator makes (the name `loops.identity` knows).
+REDUCTION_OF = {"+": "sum", "*": "prod", "min": "min", "max": "max"}
 
 
 def accumulate_in_vectors(outer: ir.For) -> list[ir.Stmt]:
@@ -38,7 +39,7 @@ def accumulate_in_vectors(outer: ir.For) -> list[ir.Stmt]:
         sym, op, value = found
         lanes = lanes_of(value)
         vector = ir.Sym(f"{sym.name}.v", sym.type, "local", lanes=lanes)
-        start = ir.Const(identity(_NAMES[op], sym.type), sym.type, s.span)
+        start = ir.Const(identity(REDUCTION_OF[op], sym.type), sym.type, s.span)
         before.append(ir.Assign(vector, start, s.span))
         body[k] = ir.Assign(vector, ir.Binary(op, ir.Var(vector), value, sym.type, s.span), s.span)
         total = ir.HReduce(op, ir.Var(vector), sym.type, s.span)
@@ -50,7 +51,7 @@ def _update(s: ir.Stmt):
     """(acc, op, v) for `acc = acc op hreduce_op(v)`."""
     match s:
         case ir.Assign(sym, ir.Binary(op, ir.Var(acc), ir.HReduce(op2, value))) if acc is sym and op == op2 \
-                and op in _NAMES:
+                and op in REDUCTION_OF:
             return sym, op, value
     return None
 

@@ -30,14 +30,14 @@ from ..rewrite import map_expr, stmt_exprs, walk_expr, walk_stmts
 from ..types import BOOL
 from ..vector import lanes_of
 from .dependence import separated_by
-from .vector_accumulators import accumulate_in_vectors
+from .vector_accumulators import REDUCTION_OF, accumulate_in_vectors
 from .vector_locals import assigned_locals, carried_locals, vector_locals
 from .nest import ScheduleError, find_loop, replace_loop
 from .split import split_loop
 
 name = "vectorize"
 MAX_LANES = 64
-REDUCIBLE = ("+", "*", "min", "max")
+REDUCIBLE = tuple(REDUCTION_OF)
 
 
 def run(kernel: ir.Kernel, d) -> ir.Kernel:
@@ -201,7 +201,7 @@ class Vectorizer:
         if self.mask is not None:
             from ..loops import identity
 
-            value = ir.Select(self.mask, value, ir.Const(identity(_reduce_name(op), t), t), t)
+            value = ir.Select(self.mask, value, ir.Const(identity(REDUCTION_OF[op], t), t), t)
         return ir.HReduce(op, value, t)
 
     def _vec(self, e: ir.Expr) -> ir.Expr:
@@ -251,10 +251,6 @@ def _reduction_operand(value: ir.Expr, is_acc):
             if is_acc(acc) and not any(is_acc(n) for n in walk_expr(rest)):
                 return value.op, rest
     return None
-
-
-def _reduce_name(op: str) -> str:
-    return {"+": "sum", "*": "prod", "min": "min", "max": "max"}[op]
 
 
 def _widen(e: ir.Expr, lanes: int) -> ir.Expr:

@@ -41,22 +41,19 @@ def bmm(A: f32[Bt, M, K], B: f32[Bt, K, N], C: f32[Bt, M, N]):
 def mm_half(A: f16[M, K], B: f16[K, N], C: f32[M, N]):
     C[m, n] = sum(A[m, k] * B[k, n])
 
-@schedule(contract(i, mc=6, kc=7, nc=16))
-def bmm_seed(a: f32[Bt, I, K], b: f32[Bt, K, J], out: f32[Bt, I, J]):
-    for n, i, j in pgrid(Bt, I, J):
-        acc = 0.0
-        for k in range(K):
-            acc += a[n, i, k] * b[n, k, j]
-        out[n, i, j] = acc
-
-@schedule()
-def bmm_as_written(a: f32[Bt, I, K], b: f32[Bt, K, J], out: f32[Bt, I, J]):
+"""
+# The seed's loops, with the micro-kernel and run as written.
+SEED = """
+@schedule({schedule})
+def {name}(a: f32[Bt, I, K], b: f32[Bt, K, J], out: f32[Bt, I, J]):
     for n, i, j in pgrid(Bt, I, J):
         acc = 0.0
         for k in range(K):
             acc += a[n, i, k] * b[n, k, j]
         out[n, i, j] = acc
 """
+KERNELS += SEED.format(schedule="contract(i, mc=6, kc=7, nc=16)", name="bmm_seed")
+KERNELS += SEED.format(schedule="", name="bmm_as_written")
 
 # Small products take the unpacked path under the automatic schedule; the last
 # two are large enough to be packed there too.

@@ -54,8 +54,13 @@ def idiv_{t}(a: {t}[N], out: {t}[2, N]):
         out[0, i] = a[i] // 3
         out[1, i] = a[i] % 7
 
-@schedule(vectorize(i, {lanes}, tail=mask))
-def ireduce_{t}(x: {t}[N], out: {t}[4]):
+""" + reduction_kernel("ireduce", t, lanes, big, small)
+
+
+def reduction_kernel(name: str, t: str, lanes: int, big: str, small: str, options: str = "") -> str:
+    """Sum, product, min and max of x in one vectorized loop."""
+    return options + f"""@schedule(vectorize(i, {lanes}, tail=mask))
+def {name}_{t}(x: {t}[N], out: {t}[4]):
     s = {t}(0)
     p = {t}(1)
     lo = {big}
@@ -103,23 +108,7 @@ def math_{t}(x: {t}[N], out: {t}[9, N]):
         out[7, i] = erf(x[i])
         out[8, i] = rsqrt(abs(x[i]))
 
-@options(reassociate=True)
-@schedule(vectorize(i, {lanes}, tail=mask))
-def freduce_{t}(x: {t}[N], out: {t}[4]):
-    s = {t}(0)
-    p = {t}(1)
-    lo = {t}(1e30)
-    hi = {t}(-1e30)
-    for i in range(N):
-        s += x[i]
-        p *= x[i]
-        lo = min(lo, x[i])
-        hi = max(hi, x[i])
-    out[0] = s
-    out[1] = p
-    out[2] = lo
-    out[3] = hi
-"""
+""" + reduction_kernel("freduce", t, lanes, f"{t}(1e30)", f"{t}(-1e30)", "@options(reassociate=True)\n")
 
 
 OTHERS = """
