@@ -1,0 +1,45 @@
+"""dsl.ops.library: stdlib modules compiled once, cached on disk, reloaded."""
+
+import numpy as np
+import pytest
+
+from dsl.ops import library
+
+SAXPY = """
+def saxpy(alpha: f32, x: f32[N], y: f32[N], out: f32[N]):
+    for i in range(N):
+        out[i] = alpha * x[i] + y[i]
+"""
+
+
+@pytest.fixture
+def stdlib_dir(tmp_path, monkeypatch):
+    (tmp_path / "axpy.tk").write_text(SAXPY)
+    monkeypatch.setattr(library, "_STDLIB_DIR", tmp_path)
+    monkeypatch.setattr(library, "_loaded", {})
+    return tmp_path
+
+
+def test_builds_loads_and_memoizes(stdlib_dir):
+    lib = library.stdlib_library("axpy")
+    x = np.arange(7, dtype=np.float32)
+    out = np.empty_like(x)
+    lib.saxpy(2.0, x, x, out)
+    np.testing.assert_array_equal(out, 3 * x)
+    assert library.stdlib_library("axpy") is lib
+
+
+def test_changed_source_is_rebuilt(stdlib_dir):
+    first = library.stdlib_library("axpy")
+    (stdlib_dir / "axpy.tk").write_text(SAXPY.replace("alpha * x[i]", "alpha * x[i] * 2.0"))
+    second = library.stdlib_library("axpy")
+    assert second is not first
+    x = np.ones(3, np.float32)
+    out = np.empty_like(x)
+    second.saxpy(1.0, x, x, out)
+    np.testing.assert_array_equal(out, 3 * x)
+
+
+def test_unknown_module(stdlib_dir):
+    with pytest.raises(ValueError, match="no standard-library module 'nope'"):
+        library.stdlib_library("nope")
