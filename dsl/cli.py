@@ -9,6 +9,7 @@ import click
 
 from dsl.grammar.diagnostics import CompileError
 
+from .cli_tuning import parse_sizes, tune_file
 from .errors import InternalError
 from .options import CompileOptions, from_env
 from dsl.lowering.transforms.apply import PRINTABLE as SCHEDULE_PASSES
@@ -45,8 +46,16 @@ TEXT_STAGES = ("ast", "typed", "loops", "schedule", "guard", "llvm", "asm")
                    "the matmul micro-kernel, and why others did not).")
 @click.option("--dump-dir", type=click.Path(file_okay=False, path_type=Path),
               help="Write every stage to DIR, one numbered file per stage.")
+@click.option("--specialize", metavar="DIM=N,...",
+              help="Compile for these exact sizes (dims become constants; calls with other sizes fail "
+                   "a check), e.g. M=64,N=64,K=64.")
+@click.option("--autotune", metavar="DIM=N,...",
+              help="Time the candidates of open schedules (choice(...), one_of(...)) on data of these "
+                   "sizes and build the fastest; the choice is cached. E.g. M=512,N=512,K=512.")
+@click.option("--autotune-budget", type=click.FloatRange(min=0.1), default=120.0, show_default=True,
+              metavar="SECONDS", help="Time limit of the autotuning search, per kernel.")
 def main(file, output, header, emit, triple, cpu, features, opt_level, include, print_after,
-         print_after_all, remarks, dump_dir):
+         print_after_all, remarks, dump_dir, specialize, autotune, autotune_budget):
     """Compile a kernel file (.tk) to a shared library, an object, assembly or IR.
 
     \b
@@ -76,7 +85,11 @@ def main(file, output, header, emit, triple, cpu, features, opt_level, include, 
     opts = from_env(CompileOptions(opt_level=opt_level, triple=triple, cpu=cpu, features=features,
                                    print_after=frozenset(names), remarks=remarks, dump_dir=dump_dir,
                                    include_paths=tuple(include)))
+    opts = opts.with_(specialize=tuple(sorted(parse_sizes(specialize, "--specialize").items())))
+    tune_sizes = parse_sizes(autotune, "--autotune")
     try:
+        if tune_sizes:
+            opts = tune_file(file, opts, tune_sizes, autotune_budget)
         _compile(file, output, header, emit, opts)
     except CompileError as err:
         click.echo(err.render(), err=True)

@@ -29,7 +29,8 @@ from .cache import DiskCache, make_key
 from .library import Library
 from .frontend import Frontend
 from .metadata import kernel_spec
-from .pysource import function_source, referenced_names
+from .pysource import function_source, referenced_names, with_schedule
+from .shaped import ShapedBuilds
 
 _memory_cache: dict[str, object] = {}
 _memory_lock = threading.Lock()
@@ -39,16 +40,21 @@ class Kernel:
     """A kernel defined in Python; call it like the function it decorates."""
 
     def __init__(self, fn, *, interpret: bool | None = None, reassociate: bool = False,
-                 inplace: bool = False, options: options_mod.CompileOptions | None = None):
+                 inplace: bool = False, options: options_mod.CompileOptions | None = None,
+                 specialize: bool | tuple[str, ...] = False, autotune: bool = False,
+                 autotune_budget: float = 60.0, schedule: str | None = None):
         self.fn = fn
         self.name = fn.__name__
         functools.update_wrapper(self, fn)  # __name__, __qualname__, __module__, __doc__, __wrapped__
-        self.source = function_source(fn)
+        self.source = with_schedule(function_source(fn), schedule)
         self.kernel_options = ir.KernelOptions(reassociate=reassociate, inplace=inplace)
         self._given_options = options
         self._interpret = interpret
         self._caller = None
         self._lock = threading.Lock()
+        # Per-shape builds (exact-size specialization, autotuned schedules):
+        # None when the kernel asks for neither, so plain calls skip all this.
+        self._shaped = ShapedBuilds(self, specialize, autotune, autotune_budget) if specialize or autotune else None
 
     @property
     def options(self) -> options_mod.CompileOptions:
@@ -69,6 +75,8 @@ class Kernel:
         return f"<dsl.Kernel {self.name} from {self.source.name}:{self.source.first_line}>"
 
     def __call__(self, *args, **kwargs):
+        if self._shaped is not None and not self.options.interpret:
+            return self._shaped.caller(args, kwargs)(*args, **kwargs)
         caller = self._caller or self.compile()
         return caller(*args, **kwargs)
 
@@ -142,23 +150,23 @@ class Kernel:
 
     def _native(self, o: options_mod.CompileOptions):
         key = self._cache_key(o)
-        # Asked to print or dump the IR (DSL_PRINT_AFTER, DSL_DUMP_DIR): compile
-        # even when cached, or a warm cache would silently print nothing.
-        shows_ir = bool(o.print_after) or o.dump_dir is not None
         with _memory_lock:
-            hit = None if shows_ir else _memory_cache.get(key)
+            hit = None if _shows_ir(o) else _memory_cache.get(key)
         if hit is not None:
             return hit
-        build = functools.partial(self._build, options=o)
-        if o.use_cache:
-            cache = DiskCache(options_mod.default_cache_dir(o))
-            path = (None if shows_ir else cache.lookup(key)) or cache.store(key, build)
-        else:
-            path = build(Path(tempfile.mkdtemp(prefix="dslc-")) / f"{self.name}.so")
-        caller = getattr(Library(path), self.name)
+        caller = getattr(Library(self.library_path(o)), self.name)
         with _memory_lock:
             _memory_cache[key] = caller
         return caller
+
+    def library_path(self, o: options_mod.CompileOptions) -> Path:
+        """The compiled library for options `o`: from the disk cache, or built now."""
+        build = functools.partial(self._build, options=o)
+        if not o.use_cache:
+            return build(Path(tempfile.mkdtemp(prefix="dslc-")) / f"{self.name}.so")
+        key = self._cache_key(o)
+        cache = DiskCache(options_mod.default_cache_dir(o))
+        return (None if _shows_ir(o) else cache.lookup(key)) or cache.store(key, build)
 
     def _build(self, path: Path, options: options_mod.CompileOptions | None = None) -> Path:
         from dsl.backends.link import link_shared
@@ -174,12 +182,26 @@ class Kernel:
         return InterpretedCaller(kernel, kernel_spec(kernel))
 
 
+def _shows_ir(o: options_mod.CompileOptions) -> bool:
+    """Asked to print or dump the IR (DSL_PRINT_AFTER, DSL_DUMP_DIR): compile
+    even when cached, or a warm cache would silently print nothing."""
+    return bool(o.print_after) or o.dump_dir is not None
+
+
 def kernel(fn=None, **kwargs):
     """Decorate a Python function to compile it as a kernel (see module doc).
 
     Keyword arguments: `interpret=True` runs it in the reference interpreter;
     `reassociate=True` lets float reductions be reordered; `inplace=True`
-    allows outputs to alias inputs; `options=CompileOptions(...)`.
+    allows outputs to alias inputs; `options=CompileOptions(...)`;
+    `schedule="split(i, 8), vectorize(i.inner)"` is the kernel's `@schedule`
+    (Python would evaluate a decorator's arguments, so it is given as text);
+    `specialize=True` (or a tuple of dim names) compiles one build per set of
+    exact sizes seen; `autotune=True` times the candidates of an open schedule
+    (`choice`, `one_of`) once per shape class, within `autotune_budget` seconds.
+
+        @dsl.kernel(autotune=True, schedule="split(i, choice(64, 256, 1024)), parallel(i.outer)")
+        def scale(x: f32[N], y: f32[N]): ...
     """
     if fn is None:
         return lambda f: Kernel(f, **kwargs)

@@ -7,7 +7,7 @@ Environment variables (`DSL_PRINT_AFTER`, `DSL_REMARKS`, `DSL_DUMP_DIR`, `DSL_CA
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 
@@ -26,7 +26,11 @@ class CompileOptions:
     cache_dir: Path | None = None
     use_cache: bool = True
     interpret: bool = False
-    extra: tuple = field(default=())  # reserved for schedule/specialization options
+    # Autotuning's choice per kernel: (kernel name, candidate index) pairs
+    # (`lowering.schedule_space`); kernels not named run candidate 0.
+    schedule_picks: tuple[tuple[str, int], ...] = ()
+    # Exact-size specialization: (dim name, size) pairs bound at compile time.
+    specialize: tuple[tuple[str, int], ...] = ()
 
     def with_(self, **changes) -> "CompileOptions":
         return replace(self, **changes)
@@ -36,7 +40,8 @@ class CompileOptions:
 
     def cache_key_part(self) -> dict:
         """The options that change generated code (printing and caching do not)."""
-        return {"O": self.opt_level, "triple": self.triple, "cpu": self.cpu, "features": self.features}
+        return {"O": self.opt_level, "triple": self.triple, "cpu": self.cpu, "features": self.features,
+                "picks": list(self.schedule_picks), "specialize": list(self.specialize)}
 
 
 def _flag(value: str | None) -> bool:

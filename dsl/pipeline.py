@@ -18,6 +18,7 @@ from dsl.grammar.printer import format_ast
 from dsl.lowering import guard, ir
 from dsl.lowering.loops import lower_program
 from dsl.lowering.printer import format_program
+from dsl.lowering.specialize import specialize
 from dsl.lowering.typecheck import check_module
 from dsl.lowering.verify import verify_program
 
@@ -73,7 +74,9 @@ def _typecheck(job: Job) -> None:
 
 def _lower(job: Job) -> None:
     program = lower_program(job.typed)
-    job.program = replace(program, kernels=tuple(guard.mark_proven(k) for k in program.kernels))
+    sizes = dict(job.options.specialize)
+    kernels = tuple(specialize(guard.mark_proven(k), sizes) for k in program.kernels)
+    job.program = replace(program, kernels=kernels)
     _verify(job, job.program, "loops")
 
 
@@ -94,7 +97,9 @@ def _schedule(job: Job) -> None:
 
     machine = _target(job).machine
     remarks: list | None = [] if job.options.remarks else None
-    kernels = tuple(apply_schedule(k, after, job.options.verify, machine, remarks) for k in job.program.kernels)
+    picks = dict(job.options.schedule_picks)
+    kernels = tuple(apply_schedule(k, after, job.options.verify, machine, remarks, picks.get(k.name, 0))
+                    for k in job.program.kernels)
     for remark in remarks or ():
         print(remark.render(), file=sys.stderr)
     job.program = replace(job.program, kernels=kernels)

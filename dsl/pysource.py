@@ -34,3 +34,15 @@ def function_source(fn) -> Source:
 
 def referenced_names(source: Source) -> set[str]:
     return set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", source.text))
+
+
+def with_schedule(source: Source, schedule: str | None) -> Source:
+    """`source` with `@schedule(<schedule>)` above its `def` (one line, same
+    indentation, numbered as the line above the `def`, where the decorator is)."""
+    if schedule is None:
+        return source
+    if "\n" in schedule.strip():
+        schedule = " ".join(schedule.split())
+    indent = source.text[: len(source.text) - len(source.text.lstrip(" \t"))]
+    text = f"{indent}@schedule({schedule})\n{source.text}"
+    return Source(source.name, text, first_line=source.first_line - 1)

@@ -38,6 +38,16 @@ class Directive:
         return dict(self.options).get(key, default)
 
 
+@dataclass(frozen=True, slots=True)
+class Choice:
+    """An open parameter, `choice(4, 8, 16)`: one of `values`, picked by the
+    autotuner (the first when nobody tunes). In a directive's integers and
+    integer options, or, as `one_of(d1, d2)`, a whole directive."""
+
+    values: tuple
+    span: Span
+
+
 # name -> (number of loops (None: two or more), number of ints allowed, keywords)
 SIGNATURES: dict[str, tuple[int | None, tuple[int, ...], tuple[str, ...]]] = {
     "split": (1, (1,), ("tail",)),
@@ -45,6 +55,7 @@ SIGNATURES: dict[str, tuple[int | None, tuple[int, ...], tuple[str, ...]]] = {
     "reorder": (None, (0,), ()),
     "unroll": (1, (0, 1), ()),
     "parallel": (1, (0,), ()),
+    "hoist": (1, (0,), ()),
     "fuse": (2, (0,), ()),
     "vectorize": (1, (0, 1), ("tail",)),
     "contract": (None, (0,), ("mr", "nr", "mc", "kc", "nc")),
@@ -62,10 +73,43 @@ def read_schedule(decorators, bag: DiagnosticBag) -> tuple[Directive, ...]:
         for kw in dec.keywords:
             bag.error(kw.span, "@schedule takes directives, e.g. @schedule(split(i, 8))")
         for arg in dec.args:
-            directive = _directive(arg, bag)
+            directive = _one_of(arg, bag) if _called(arg, "one_of") else _directive(arg, bag)
             if directive is not None:
                 out.append(directive)
     return tuple(out)
+
+
+def _called(node, name: str) -> bool:
+    return isinstance(node, ast.Call) and node.func.rsplit(".", 1)[-1] == name
+
+
+def _one_of(node: ast.Call, bag: DiagnosticBag) -> Choice | None:
+    """`one_of(reorder(i, k), reorder(k, i))`: one of several directives."""
+    if node.keywords or len(node.args) < 2:
+        bag.error(node.span, "one_of() takes two or more directives: one_of(reorder(i, k), reorder(k, i))")
+        return None
+    alternatives = [_directive(a, bag) for a in node.args]
+    if any(a is None for a in alternatives):
+        return None
+    return Choice(tuple(alternatives), node.span)
+
+
+def _int_or_choice(node, name: str, bag: DiagnosticBag):
+    """An integer argument: a positive literal, or `choice(...)` of them."""
+    items = node.args if _called(node, "choice") else (node,)
+    if _called(node, "choice") and (node.keywords or not node.args):
+        bag.error(node.span, "choice() takes one or more positive integers: choice(4, 8, 16)")
+        return None
+    for item in items:
+        if not isinstance(item, ast.IntLit):
+            bag.error(item.span, f"{name}(): expected a loop name or an integer")
+            return None
+        if item.value <= 0:
+            bag.error(item.span, f"{name}(): the factor must be a positive integer, not {item.value}")
+            return None
+    if not _called(node, "choice"):
+        return node.value
+    return Choice(tuple(dict.fromkeys(item.value for item in items)), node.span)
 
 
 def _directive(node, bag: DiagnosticBag) -> Directive | None:
@@ -78,14 +122,8 @@ def _directive(node, bag: DiagnosticBag) -> Directive | None:
         return None
     n_loops, n_ints, keywords = SIGNATURES[name]
     loops = tuple(LoopRef(a.id, a.span) for a in node.args if isinstance(a, ast.Name))
-    ints = [a for a in node.args if not isinstance(a, ast.Name)]
-    if any(not isinstance(a, ast.IntLit) for a in ints):
-        bad = next(a for a in ints if not isinstance(a, ast.IntLit))
-        bag.error(bad.span, f"{name}(): expected a loop name or an integer")
-        return None
-    if any(a.value <= 0 for a in ints):
-        bad = next(a for a in ints if a.value <= 0)
-        bag.error(bad.span, f"{name}(): the factor must be a positive integer, not {bad.value}")
+    ints = [_int_or_choice(a, name, bag) for a in node.args if not isinstance(a, ast.Name)]
+    if any(v is None for v in ints):
         return None
     if name == "contract":
         n_loops = len(loops) if len(loops) <= 1 else 1
@@ -98,7 +136,7 @@ def _directive(node, bag: DiagnosticBag) -> Directive | None:
         value = _option(name, kw, keywords, bag)
         if value is not None:
             options.append((kw.name, value))
-    return Directive(name, loops, tuple(a.value for a in ints), tuple(options), node.span)
+    return Directive(name, loops, tuple(ints), tuple(options), node.span)
 
 
 def _option(name: str, kw: ast.Keyword, keywords, bag: DiagnosticBag):
@@ -106,15 +144,21 @@ def _option(name: str, kw: ast.Keyword, keywords, bag: DiagnosticBag):
         bag.error(kw.span, f"{name}() has no option '{kw.name}'", *did_you_mean(kw.name, keywords))
         return None
     if kw.name in INT_OPTIONS:
+        if _called(kw.value, "choice"):
+            return _int_or_choice(kw.value, name, bag)
         if not isinstance(kw.value, ast.IntLit) or kw.value.value <= 0:
             bag.error(kw.value.span, f"{kw.name}= takes a positive integer")
             return None
         return kw.value.value
-    value = kw.value.id if isinstance(kw.value, ast.Name) else None
-    if value not in TAILS:
-        bag.error(kw.value.span, f"tail= takes {' or '.join(TAILS)}", *did_you_mean(str(value), TAILS))
-        return None
-    return value
+    is_choice = _called(kw.value, "choice") and kw.value.args and not kw.value.keywords
+    values = []
+    for item in kw.value.args if is_choice else (kw.value,):
+        value = item.id if isinstance(item, ast.Name) else None
+        if value not in TAILS:
+            bag.error(item.span, f"tail= takes {' or '.join(TAILS)}", *did_you_mean(str(value), TAILS))
+            return None
+        values.append(value)
+    return Choice(tuple(dict.fromkeys(values)), kw.value.span) if is_choice else values[0]
 
 
 def _describe(name: str) -> str:
@@ -124,6 +168,7 @@ def _describe(name: str) -> str:
         "reorder": "two or more loops, outermost first: reorder(k, i)",
         "unroll": "a loop and an optional factor: unroll(k) or unroll(k, 4)",
         "parallel": "one loop: parallel(i)",
+        "hoist": "one loop: hoist(i)",
         "fuse": "two adjacent loops: fuse(i, j)",
         "vectorize": "a loop and an optional width: vectorize(i) or vectorize(i, 8)",
         "contract": "at most one loop, the nest's outermost: contract(m) or contract()",

@@ -14,19 +14,22 @@ from dsl.grammar.diagnostics import CompileError, Diagnostic
 from .. import ir
 from ..verify import verify
 from ..machine import Machine
-from . import auto_parallel, contract, fuse, if_convert, parallel, reorder, split, tile, unroll, vectorize
+from ..schedule_space import pick as pick_candidate
+from . import auto_parallel, contract, fuse, hoist, if_convert, parallel, reorder, split, tile, unroll, vectorize
 from .nest import ScheduleError
 
-PASSES = {p.name: p for p in (split, tile, reorder, unroll, parallel, fuse, vectorize, contract)}
+PASSES = {p.name: p for p in (split, tile, reorder, unroll, parallel, fuse, vectorize, hoist, contract)}
 PRINTABLE = (*PASSES, "auto")  # names `--print-after` accepts for the schedule's passes
 
 
 def apply_schedule(kernel: ir.Kernel, after=None, check: bool = True, machine: Machine = Machine(),
-                   remarks: list | None = None) -> ir.Kernel:
+                   remarks: list | None = None, pick: int = 0) -> ir.Kernel:
     """Run the kernel's directives; a kernel without `@schedule` gets the automatic one.
 
     `remarks`, when a list, receives `Diagnostic`s (severity 'remark') saying
-    what was done to each loop nest and why (`dslc --remarks`).
+    what was done to each loop nest and why (`dslc --remarks`). A schedule with
+    open parameters (`choice`, `one_of`) runs its candidate number `pick`
+    (`lowering.schedule_space`; 0: every first value).
     """
     if not kernel.schedule and not kernel.auto_schedule:  # `@schedule()`: exactly as written
         return kernel
@@ -39,7 +42,7 @@ def apply_schedule(kernel: ir.Kernel, after=None, check: bool = True, machine: M
         if after is not None:
             after("auto", kernel)
         return kernel
-    for directive in kernel.schedule:
+    for directive in pick_candidate(kernel.schedule, pick):
         try:
             if directive.name == "contract":
                 kernel = contract.run(kernel, directive, machine, remarks)
