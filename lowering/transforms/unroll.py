@@ -1,6 +1,8 @@
 """`unroll(k)`: replace a loop with a constant trip count by copies of its body;
 `unroll(k, f)`: split by `f` (peeled tail) and unroll the inner loop, leaving
-`k.outer` with `f` copies of the body and the loop `k.tail`.
+`k.outer` with `f` copies of the body and the loop `k.tail`; a reduction in
+the copies gets one accumulator per copy where that is exact or allowed
+(`accumulators.py`).
 
     for k in range(0, 3):          body(0)
         body(k)            -->     body(1)
@@ -14,6 +16,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from .. import ir
+from .accumulators import split_accumulators
 from .nest import ScheduleError, copy_loops, find_loop, i64, replace_loop, substitute
 from .split import split_loop
 
@@ -27,7 +30,7 @@ def run(kernel: ir.Kernel, d) -> ir.Kernel:
         main, tail = split_loop(loop, d.ints[0], "peel", d.span)
         inner = main.body[0]
         main = replace(main, body=tuple(unroll_loop(inner, d.span)))
-        new = [main, tail]
+        new = [*split_accumulators(main, kernel.options.reassociate), tail]
     else:
         new = unroll_loop(loop, d.span)
     return replace(kernel, body=replace_loop(kernel.body, loop, new))
