@@ -131,7 +131,8 @@ NUMPY_LAYOUT_OK = _numpy_layout_ok()
 class Caller:
     """A kernel entry point callable with numpy arrays and Python scalars."""
 
-    def __init__(self, spec: KernelSpec, packed_address: int, owner=None, numpy_address: int | None = None):
+    def __init__(self, spec: KernelSpec, packed_address: int, owner=None, numpy_address: int | None = None,
+                 fastcall=None):
         self.spec = spec
         self.name = spec.name
         self._owner = owner  # keeps the code (JIT engine or shared library) alive
@@ -151,8 +152,16 @@ class Caller:
         # A float scalar passes as it is when it is a Python float (`want` is float).
         self._plain = self._fast and all(p.kind == "tensor" or p.dtype in ("f32", "f64") for p in spec.params)
         self._wants = tuple(np.dtype(NUMPY_NAME[p.dtype]) if p.kind == "tensor" else float for p in spec.params)
+        # The builtin-function door (dsl.fastcall): no ctypes on a plain call.
+        self._fastcall = fastcall if self._plain else None
 
     def __call__(self, *args, **kwargs):
+        if self._fastcall is not None and not kwargs:
+            status = self._fastcall(*args)
+            if status is None:
+                return None
+            if status:
+                raise self._failure(status, args)
         if self._plain and not kwargs and len(args) == len(self._wants):
             for value, want in zip(args, self._wants):
                 if want is float:

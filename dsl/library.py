@@ -11,6 +11,7 @@ import weakref
 from pathlib import Path
 
 from .call import Caller
+from .fastcall import fastcall_function, fill_table
 from .metadata import loads
 
 
@@ -51,9 +52,12 @@ class Library:
         _loaded.add(self)
         if _threads_override:
             self.set_num_threads(_threads_override)
+        has_table = fill_table(self._dll)
         for name, spec in self.specs.items():
             packed = self._address(f"{name}__packed")
-            self._callers[name] = Caller(spec, packed, owner=self._dll, numpy_address=self._address(f"{name}__numpy"))
+            fast = fastcall_function(name, self._address(f"{name}__fastcall")) if has_table else None
+            self._callers[name] = Caller(spec, packed, owner=self._dll, numpy_address=self._address(f"{name}__numpy"),
+                                         fastcall=fast)
 
     def _function(self, symbol: str, restype, argtypes):
         try:

@@ -10,6 +10,7 @@ from ..target import Target, target_machine
 from .context import FunctionContext
 from .ltypes import I32
 from .abi import c_args
+from .fastcall_entry import define_fastcall_entry, fastcall_supported
 from .numpy_entry import define_numpy_entry
 from .runtime import NUM_THREADS_FN, define_thread_setter
 from .versions import define_dispatch, internal_copy
@@ -35,7 +36,9 @@ def build_module(kernels: list[Kernel], target: Target, metadata: str, *,
         func = declare_kernel(module, kernel)
         _define_versions(module, func, kernel)
         define_packed(module, kernel, func)
-        define_numpy_entry(module, kernel, func)
+        numpy_entry = define_numpy_entry(module, kernel, func)
+        if fastcall_supported(kernel):
+            define_fastcall_entry(module, kernel, numpy_entry)
     define_metadata(module, metadata)
     if NUM_THREADS_FN in module.globals:  # only modules with parallel loops have threads to set
         define_thread_setter(module)
