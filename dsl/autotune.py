@@ -147,10 +147,14 @@ class TuningRecords:
     def put(self, key: str, klass: str, outcome: Outcome, schedule: str) -> None:
         data = self._read(key)
         data[klass] = {"pick": outcome.pick, "seconds": outcome.seconds, "schedule": schedule}
-        self.root.mkdir(parents=True, exist_ok=True)
-        tmp = self.root / f".tmp-{os.getpid()}-{key}.json"
-        tmp.write_text(json.dumps(data, indent=1, sort_keys=True))
-        os.replace(tmp, self.root / f"{key}.json")
+        try:
+            self.root.mkdir(mode=0o700, parents=True, exist_ok=True)
+            tmp = self.root / f".tmp-{os.getpid()}-{key}.json"
+            tmp.write_text(json.dumps(data, indent=1, sort_keys=True))
+            os.replace(tmp, self.root / f"{key}.json")
+        except OSError as exc:  # an unwritable cache: the choice holds for this process only
+            warnings.warn(f"autotune: cannot record the choice in {self.root} ({exc})", RuntimeWarning,
+                          stacklevel=2)
 
     def _read(self, key: str) -> dict:
         try:

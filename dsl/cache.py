@@ -13,8 +13,9 @@ import functools
 import hashlib
 import json
 import os
-import threading
 import tempfile
+import threading
+import warnings
 from pathlib import Path
 
 @functools.lru_cache(maxsize=1)
@@ -73,15 +74,43 @@ class DiskCache:
         return None
 
     def store(self, key: str, build) -> Path:
-        """Call `build(path)` to write the library to a temp path, then publish it."""
+        """Call `build(path)` to write the library to a temp path, then publish it.
+
+        A cache directory that cannot be created or written (read-only, a file
+        in the way) is not an error: the library is built in a private
+        temporary directory instead, with a warning (once per directory).
+        """
         lib, sidecar = self.paths(key)
-        lib.parent.mkdir(parents=True, exist_ok=True)
+        if not self._writable(lib.parent):
+            return build(Path(tempfile.mkdtemp(prefix="dslc-")) / lib.name)
         tmp = lib.parent / f".tmp-{os.getpid()}-{threading.get_ident()}-{lib.name}"
         build(tmp)
         digest = hashlib.sha256(tmp.read_bytes()).hexdigest()
         os.replace(tmp, lib)
         _atomic_write(sidecar, digest.encode())
         return lib
+
+
+    def _writable(self, folder: Path) -> bool:
+        try:
+            for path in (self.root, folder):
+                path.mkdir(mode=0o700, parents=True, exist_ok=True)
+            fd, probe = tempfile.mkstemp(dir=folder, prefix=".probe-")
+            os.close(fd)
+            os.unlink(probe)
+            return True
+        except OSError as exc:
+            with _warned_lock:
+                if str(self.root) not in _warned:
+                    _warned.add(str(self.root))
+                    warnings.warn(f"dslc: cannot use the compile cache {self.root} ({exc.strerror or exc}); "
+                                  "compiling without it (set DSL_CACHE_DIR to a writable directory)",
+                                  RuntimeWarning, stacklevel=4)
+            return False
+
+
+_warned: set[str] = set()
+_warned_lock = threading.Lock()
 
 
 def _atomic_write(path: Path, data: bytes) -> None:

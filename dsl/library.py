@@ -46,7 +46,13 @@ class Library:
             raise ValueError(f"{self.path} was not built by dslc (it has no __dsl_metadata)") from None
         meta_fn.restype = ctypes.c_char_p
         meta_fn.argtypes = []
-        self.specs = {s.name: s for s in loads(meta_fn().decode())}
+        try:
+            self.specs = {s.name: s for s in loads(meta_fn().decode())}
+        except (ValueError, UnicodeDecodeError, AttributeError) as exc:
+            raise ValueError(f"{self.path}: {exc}") from None
+        for name in self.specs:
+            if self._address(f"{name}__packed") is None:
+                raise ValueError(f"{self.path}: its metadata lists kernel '{name}', which it does not export")
         self._callers: dict[str, Caller] = {}
         self._set_threads = self._function("__dsl_set_num_threads", None, [ctypes.c_int32])
         _loaded.add(self)

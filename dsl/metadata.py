@@ -79,12 +79,31 @@ def _spec_dict(s: KernelSpec) -> dict:
 
 
 def loads(text: str) -> list[KernelSpec]:
-    data = json.loads(text)
-    if data.get("format") != FORMAT_VERSION:
-        raise ValueError(f"kernel metadata format {data.get('format')} is not supported (expected {FORMAT_VERSION})")
-    out = []
-    for k in data["kernels"]:
-        params = tuple(ParamSpec(p["name"], p["kind"], p["dtype"], tuple(p["dims"]), p["output"]) for p in k["params"])
-        checks = tuple(CheckSpec(c["kind"], c["message"], tuple(c["tensors"]), c["location"]) for c in k["checks"])
-        out.append(KernelSpec(k["name"], params, checks, k["inplace"], k["doc"]))
-    return out
+    """Kernel specs from metadata text; a `ValueError` for anything malformed
+    (a library is checked before any of its code is called)."""
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise ValueError(f"kernel metadata is not valid JSON ({exc})") from None
+    if not isinstance(data, dict) or data.get("format") != FORMAT_VERSION:
+        found = data.get("format") if isinstance(data, dict) else None
+        raise ValueError(f"kernel metadata format {found} is not supported (expected {FORMAT_VERSION})")
+    try:
+        return [_kernel(k) for k in data["kernels"]]
+    except (KeyError, TypeError, AssertionError) as exc:
+        raise ValueError(f"kernel metadata is malformed ({type(exc).__name__}: {exc})") from None
+
+
+def _kernel(k: dict) -> KernelSpec:
+    from dsl.lowering.types import BY_NAME
+
+    assert isinstance(k["name"], str) and k["name"].isidentifier(), "kernel name"
+    params = []
+    for p in k["params"]:
+        assert p["kind"] in ("tensor", "scalar") and p["dtype"] in BY_NAME, f"parameter {p.get('name')!r}"
+        assert all(isinstance(d, str) or (isinstance(d, int) and d >= 0) for d in p["dims"]), "dims"
+        assert p["kind"] == "tensor" or not p["dims"], "a scalar with dims"
+        params.append(ParamSpec(str(p["name"]), p["kind"], p["dtype"], tuple(p["dims"]), bool(p["output"])))
+    checks = tuple(CheckSpec(str(c["kind"]), str(c["message"]), tuple(map(str, c["tensors"])), str(c["location"]))
+                   for c in k["checks"])
+    return KernelSpec(k["name"], tuple(params), checks, bool(k["inplace"]), k["doc"])
