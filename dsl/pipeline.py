@@ -26,6 +26,7 @@ from . import frontend
 from .errors import internal_errors
 from .metadata import program_metadata
 from .options import CompileOptions
+from .remarks import vectorization_remarks
 
 # Passes over the loop IR, in order; each has `name` and `run(kernel) -> kernel`.
 LOOP_PASSES = [guard]
@@ -134,6 +135,9 @@ def _llvm(job: Job) -> None:
     ref = verify_llvm(module)
     optimize(ref, job.target, opts.opt_level)
     job.llvm = ref
+    if opts.remarks:
+        for remark in vectorization_remarks(job.program, str(ref)):
+            print(remark.render(), file=sys.stderr)
 
 
 def _asm(job: Job) -> None:

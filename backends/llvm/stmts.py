@@ -108,5 +108,23 @@ def _emit_for(cx: FunctionContext, loop: For) -> None:
     # var + step cannot overflow: it stays within [start, stop + step) of a sized loop.
     following = bld.add(iv, int_const(iv.type, loop.step), flags=("nsw",))
     iv.add_incoming(following, bld.block)
-    bld.branch(header)
+    latch = bld.branch(header)
+    if loop.span is not None:
+        latch.set_metadata("llvm.loop", loop_id(cx.module, loop))
     bld.position_at_end(exit_block)
+
+
+LOOP_TAG = "dsl.loop"
+
+
+def loop_id(module: ir.Module, loop: For) -> ir.MDValue:
+    """`!{!self, !{!"dsl.loop", !"i", line, col}}`: names the source loop, so
+    the optimized module can say which loops LLVM vectorized (`--remarks`).
+    LLVM keeps a loop's hints on the loops it makes from it."""
+    tag = module.add_metadata([ir.MetaDataString(module, LOOP_TAG), ir.MetaDataString(module, loop.name),
+                               ir.Constant(ir.IntType(32), loop.span.line),
+                               ir.Constant(ir.IntType(32), loop.span.col)])
+    # A node of its own (unique placeholder content), then made self-referential.
+    node = module.add_metadata([ir.MetaDataString(module, f"{LOOP_TAG}.{len(module.metadata)}")])
+    node.operands = (node, tag)
+    return node

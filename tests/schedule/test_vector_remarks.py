@@ -1,0 +1,43 @@
+"""--remarks says which innermost loops LLVM vectorized, and why not."""
+
+import pytest
+
+from dsl.grammar.diagnostics import Source
+from dsl.options import CompileOptions
+from dsl.pipeline import compile_source
+
+SAXPY = """
+def saxpy(alpha: f32, x: f32[N], y: f32[N], out: f32[N]):
+    for i in range(N):
+        out[i] = alpha * x[i] + y[i]
+"""
+
+ROW_SUMS = """
+{options}
+def row_sums(X: f32[R, C], out: f32[R]):
+    out[r] = sum(X[r, c])
+"""
+
+
+def remarks(text, capsys, **target):
+    compile_source(Source("t.tk", text), CompileOptions(remarks=True, **target), stop_after="llvm")
+    return capsys.readouterr().err
+
+
+@pytest.mark.parametrize("target, lanes", [({"cpu": "znver3"}, 8), ({"cpu": "x86-64"}, 4),
+                                           ({"triple": "aarch64-unknown-linux-gnu"}, 4)])
+def test_vectorized_loop_with_its_width(capsys, target, lanes):
+    text = remarks(SAXPY, capsys, **target)
+    assert f"t.tk:3:5: remark: loop 'i': vectorized by LLVM, {lanes} x float per vector" in text
+
+
+def test_ordered_float_sum_is_explained(capsys):
+    text = remarks(ROW_SUMS.format(options=""), capsys, cpu="znver3")
+    assert "loop 'c': not vectorized by LLVM: it sums floats in order; @options(reassociate=True)" in text
+    allowed = remarks(ROW_SUMS.format(options="@options(reassociate=True)"), capsys, cpu="znver3")
+    assert "loop 'c': vectorized by LLVM, 8 x float" in allowed
+
+
+def test_no_remarks_unless_asked(capsys):
+    compile_source(Source("t.tk", SAXPY), CompileOptions(cpu="znver3"), stop_after="llvm")
+    assert "vectorized" not in capsys.readouterr().err
