@@ -6,6 +6,7 @@ host build of the same kernel (itself checked against numpy by tests/numerical).
 from __future__ import annotations
 
 import sys
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -29,22 +30,25 @@ STDLIB = sorted((ROOT / "stdlib").glob("*.tk"))
 def test_example_under_qemu(tk, aarch64, tmp_path):
     kernels, message = dslc_build(tk, tmp_path, tk.stem, *AARCH64)
     assert kernels is not None, message
+    unchecked = []
     for name, kernel in kernels.items():
-        if name in CASES:
-            args, reference = CASES[name]()
-            status, outputs, _ = run_case(aarch64, tmp_path, tk.stem, kernel, list(args))
-            assert status == 0, name
-            _, want = reference(*args[:-1], outputs[0])
-            assert_close(outputs[0], want, name)
-        else:
-            _against_host(tk, tmp_path, kernel, aarch64)
+        if name not in CASES:
+            unchecked += _against_host(tk, tmp_path, kernel, aarch64)
+            continue
+        args, reference = CASES[name]()
+        status, outputs, _ = run_case(aarch64, tmp_path, tk.stem, kernel, list(args))
+        assert status == 0, name
+        _, want = reference(*args[:-1], outputs[0])
+        assert_close(outputs[0], want, name)
+    _report(unchecked, len(kernels))
 
 
-def _against_host(tk: Path, tmp_path: Path, kernel, aarch64) -> None:
-    """Run `kernel` on generic inputs under qemu and in-process (host build)."""
+def _against_host(tk: Path, tmp_path: Path, kernel, aarch64) -> list[str]:
+    """Run `kernel` on generic inputs under qemu and in-process (host build);
+    return why it could not be checked ([] when it was)."""
     args = generic_args(kernel, f"{tk.stem}.{kernel.name}")
     if args is None:
-        pytest.skip(f"{tk.name}: {kernel.name} has a parameter type the C driver does not ship")
+        return [f"{tk.name}: {kernel.name} has a parameter type the C driver does not ship"]
     host_so = tmp_path / "host" / f"{tk.stem}.so"
     if not host_so.exists():
         assert dslc_build(tk, host_so.parent, tk.stem)[0] is not None
@@ -52,13 +56,23 @@ def _against_host(tk: Path, tmp_path: Path, kernel, aarch64) -> None:
     host_args = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
     try:
         getattr(host, kernel.name)(*host_args)
-    except ValueError as exc:
-        pytest.skip(f"{tk.name}: {kernel.name} rejects generic inputs ({exc}); it needs a reference case")
+    except (ValueError, IndexError) as exc:
+        return [f"{tk.name}: {kernel.name} rejects generic inputs ({exc}); it needs a reference case"]
     status, outputs, _ = run_case(aarch64, tmp_path, tk.stem, kernel, args)
     assert status == 0, kernel.name
     wanted = [a for a, p in zip(host_args, kernel.params) if p.output]
     for got, want in zip(outputs, wanted, strict=True):
         assert_close(got, want, f"{tk.name}: {kernel.name}")
+    return []
+
+
+def _report(unchecked: list[str], total: int) -> None:
+    """Skip when no kernel of the file could be checked; else warn for those
+    that could not (the summary shows both)."""
+    if unchecked and len(unchecked) == total:
+        pytest.skip("; ".join(unchecked))
+    for reason in unchecked:
+        warnings.warn(reason, stacklevel=2)
 
 
 @pytest.mark.parametrize("tk", STDLIB or [None], ids=lambda p: p.stem if p else "none")
@@ -71,8 +85,12 @@ def test_stdlib_under_qemu(tk, aarch64, tmp_path):
                     f"{message.strip().splitlines()[0] if message.strip() else '?'}")
     kernels, message = dslc_build(tk, tmp_path, tk.stem, *AARCH64)
     assert kernels is not None, f"{tk.name} compiles for the host but not for AArch64:\n{message}"
+    if not kernels:
+        pytest.skip(f"{tk.name} exports no kernels (helpers only)")
+    unchecked = []
     for kernel in kernels.values():
-        _against_host(tk, tmp_path, kernel, aarch64)
+        unchecked += _against_host(tk, tmp_path, kernel, aarch64)
+    _report(unchecked, len(kernels))
 
 
 def test_example_with_host_fallback_path(aarch64, tmp_path):
@@ -80,7 +98,7 @@ def test_example_with_host_fallback_path(aarch64, tmp_path):
     tk = ROOT / "examples" / "row_sums.tk"
     kernels, message = dslc_build(tk, tmp_path, tk.stem, *AARCH64)
     assert kernels is not None, message
-    _against_host(tk, tmp_path, kernels["row_sums"], aarch64)
+    assert _against_host(tk, tmp_path, kernels["row_sums"], aarch64) == []
 
 
 def test_int8_dot_with_dotprod_under_qemu(aarch64, tmp_path):
