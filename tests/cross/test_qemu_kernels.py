@@ -5,6 +5,9 @@ host build of the same kernel (itself checked against numpy by tests/numerical).
 
 from __future__ import annotations
 
+import ctypes
+import json
+import subprocess
 import sys
 import warnings
 from pathlib import Path
@@ -111,3 +114,31 @@ def test_int8_dot_with_dotprod_under_qemu(aarch64, tmp_path):
         a, b = (rng.integers(-128, 128, n).astype(np.int8) for _ in range(2))
         status, (out,), _ = run_case(aarch64, tmp_path, "dot", kernels["dot_i8"], [a, b, np.zeros(1, np.int32)])
         assert status == 0 and out[0] == np.dot(a.astype(np.int32), b.astype(np.int32)), n
+
+
+METADATA_MAIN = r"""
+#include <stdio.h>
+#include "lib.h"
+void __dsl_set_num_threads(int n);
+
+int main(void) {
+    __dsl_set_num_threads(2);
+    fputs(__dsl_metadata(), stdout);
+    return 0;
+}
+"""
+
+
+def test_metadata_and_thread_setter_under_qemu(aarch64, tmp_path):
+    """The library's self-description is the host build's, byte for byte."""
+    tk = ROOT / "examples" / "matmul_index.tk"
+    assert dslc_build(tk, tmp_path, "lib", *AARCH64)[0] is not None
+    assert dslc_build(tk, tmp_path / "host", "lib")[0] is not None
+    (tmp_path / "main.c").write_text(METADATA_MAIN)
+    subprocess.run([*aarch64.cc, "main.c", "./lib.so", "-o", "main", "-Wl,-rpath,$ORIGIN"], cwd=tmp_path,
+                   check=True)
+    done = subprocess.run([*aarch64.run_prefix, "./main"], cwd=tmp_path, capture_output=True, text=True,
+                          check=True)
+    host = ctypes.CDLL(str(tmp_path / "host" / "lib.so")).__dsl_metadata
+    host.restype = ctypes.c_char_p
+    assert json.loads(done.stdout) == json.loads(host().decode())
