@@ -18,8 +18,10 @@ def linker_command(target: Target) -> list[str]:
     """The compiler driver used to link for `target` ($CC, else cc or a cross gcc)."""
     if "CC" in os.environ:
         return shlex.split(os.environ["CC"])
-    if target.arch in ("aarch64", "arm64") and os.uname().machine not in ("aarch64", "arm64"):
-        return ["aarch64-linux-gnu-gcc"]
+    host = {"arm64": "aarch64", "amd64": "x86_64"}.get(os.uname().machine, os.uname().machine)
+    arch = "aarch64" if target.arch == "arm64" else target.arch
+    if arch != host and "linux" in target.triple:
+        return [f"{arch}-linux-gnu-gcc"]  # Debian's cross compilers, e.g. gcc-aarch64-linux-gnu
     return ["cc"]
 
 
