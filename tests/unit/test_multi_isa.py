@@ -17,6 +17,8 @@ import pytest
 from click.testing import CliRunner
 
 from dsl.cli import main as dslc
+from dsl.lowering.machine import Machine, micro_tile
+from dsl.lowering.types import F32
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.skipif(platform.machine() != "x86_64", reason="multi-ISA libraries are x86-64 only")
@@ -124,6 +126,13 @@ def test_copies_are_avx2_and_baseline_code(library):
     assert "<jacobi_step.avx2>:" in copies["avx2"] and "<jacobi_step.baseline>:" in copies["baseline"]
     assert re.search(r"\bvfmadd\w+\s+.*%ymm", copies["avx2"])
     assert not re.search(r"%[yz]mm|\bvfmadd", copies["baseline"])
+    # Without an FMA unit the micro-kernel multiplies and adds: no libm fmaf per element.
+    assert "mulps" in copies["baseline"] and not re.search(r"call.*\bfmaf?\b", copies["baseline"])
+
+
+def test_micro_kernel_fuses_only_with_an_fma_unit():
+    assert micro_tile(Machine(256, 16, has_fma=True), F32).fused
+    assert not micro_tile(Machine(128, 16, has_fma=False), F32).fused
 
 
 @pytest.mark.parametrize("args, message", [
