@@ -1,5 +1,6 @@
 # make demo   - build every example with dslc and check it against numpy
-# make test   - run the whole test suite
+# make test   - run the whole test suite (installs qemu-user and the aarch64 cross
+#               gcc for tests/cross first when missing and when apt-get and root allow)
 # make bench  - benchmark scripts (tables against numpy); not part of the tests
 # Both create the virtual environment in .venv on first use.
 
@@ -7,7 +8,7 @@ PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 
-.PHONY: demo test bench venv clean
+.PHONY: demo test bench venv clean cross-tools
 
 venv: $(VENV)/.installed
 
@@ -20,8 +21,12 @@ $(VENV)/.installed: pyproject.toml
 demo: venv
 	$(PY) examples/run_examples.py
 
-test: venv
+test: venv cross-tools
 	$(PY) -m pytest
+
+# Idempotent and quiet when installed; without apt or root tests/cross skips and says why.
+cross-tools:
+	@sh tests/cross/install_tools.sh
 
 bench: venv
 	$(PY) -m pip install --quiet -e ".[test,bench]"

@@ -18,8 +18,10 @@ def linker_command(target: Target) -> list[str]:
     """The compiler driver used to link for `target` ($CC, else cc or a cross gcc)."""
     if "CC" in os.environ:
         return shlex.split(os.environ["CC"])
-    if target.arch in ("aarch64", "arm64") and os.uname().machine not in ("aarch64", "arm64"):
-        return ["aarch64-linux-gnu-gcc"]
+    host = {"arm64": "aarch64", "amd64": "x86_64"}.get(os.uname().machine, os.uname().machine)
+    arch = "aarch64" if target.arch == "arm64" else target.arch
+    if arch != host and "linux" in target.triple:
+        return [f"{arch}-linux-gnu-gcc"]  # Debian's cross compilers, e.g. gcc-aarch64-linux-gnu
     return ["cc"]
 
 
@@ -50,23 +52,26 @@ def runtime_libraries(obj: bytes, target: Target) -> list[str]:
     return libs + ["-Wl,--no-as-needed", "-lgomp"]
 
 
-def link_shared(obj: bytes, out_path: str | os.PathLike, target: Target) -> Path:
-    """Write `obj` and link it into the shared library `out_path` (with
-    `runtime_libraries`: -lm, and -lgomp for parallel loops when available).
+def link_shared(obj: bytes | list[bytes], out_path: str | os.PathLike, target: Target) -> Path:
+    """Write `obj` (one object file, or several: a multi-ISA library) and link
+    it into the shared library `out_path` (with `runtime_libraries`: -lm, and
+    -lgomp for parallel loops when available).
 
     The library appears atomically: it is linked under a temporary name in the
     same directory and renamed, so a concurrent loader never sees half a file.
     """
+    objs = [obj] if isinstance(obj, bytes) else list(obj)
     out = Path(out_path)
     out.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="dslc-link-") as tmp:
-        obj_path = Path(tmp) / "kernels.o"
-        obj_path.write_bytes(obj)
+        obj_paths = [Path(tmp) / f"kernels{k}.o" for k in range(len(objs))]
+        for path, data in zip(obj_paths, objs):
+            path.write_bytes(data)
         fd, partial = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent)
         os.close(fd)
         try:
-            cmd = linker_command(target) + ["-shared", "-o", partial, str(obj_path)]
-            _run_linker(cmd + runtime_libraries(obj, target))
+            cmd = linker_command(target) + ["-shared", "-o", partial, *map(str, obj_paths)]
+            _run_linker(cmd + runtime_libraries(b"".join(objs), target))
             os.replace(partial, out)
         finally:
             if os.path.exists(partial):

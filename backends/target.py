@@ -52,7 +52,8 @@ class Target:
     @property
     def machine(self) -> Machine:
         """What the scheduler needs to know of this target."""
-        return Machine(self.vector_bits, self.vector_registers, self.has_fma)
+        return Machine(self.vector_bits, self.vector_registers, self.has_fma,
+                       fma_by_element=self.arch in ("aarch64", "arm64"))
 
     @property
     def arch(self) -> str:
@@ -106,11 +107,26 @@ def host_target() -> Target:
     return _make(llvm.get_process_triple(), llvm.get_host_cpu_name(), features)
 
 
+def normalize_triple(triple: str) -> str:
+    """The full LLVM triple for a short one a user types.
+
+    >>> normalize_triple("aarch64-linux-gnu"), normalize_triple("x86_64")
+    ('aarch64-unknown-linux-gnu', 'x86_64-unknown-linux-gnu')
+    """
+    parts = triple.split("-")
+    if len(parts) == 1:
+        return f"{triple}-unknown-linux-gnu"
+    if len(parts) == 3 and parts[1] == "linux":  # arch-os-env: the vendor is missing
+        return f"{parts[0]}-unknown-{parts[1]}-{parts[2]}"
+    return triple
+
+
 def make_target(triple: str | None = None, cpu: str | None = None,
                 features: str | None = None) -> Target:
     """A target from optional triple/cpu/features; missing parts default sensibly.
 
-    No triple: the host (its cpu and features unless `cpu` is given). aarch64:
+    No triple: the host (its cpu and features unless `cpu` is given). A short
+    triple ('aarch64-linux-gnu', 'x86_64') is completed (`normalize_triple`). aarch64:
     cpu 'neoverse-n1', features '+neon'. Other triples: cpu 'generic' (x86:
     'x86-64'), no extra features, unless given.
 
@@ -118,6 +134,7 @@ def make_target(triple: str | None = None, cpu: str | None = None,
     128
     """
     host = host_target()
+    triple = None if triple is None else normalize_triple(triple)
     if triple is None or triple == host.triple:
         if cpu is None and features is None:
             return host

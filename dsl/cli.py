@@ -33,6 +33,10 @@ TEXT_STAGES = ("ast", "typed", "loops", "schedule", "guard", "llvm", "asm")
 @click.option("--target", "triple", metavar="TRIPLE", help="LLVM target triple (default: this machine).")
 @click.option("--cpu", metavar="CPU", help="Target CPU, e.g. znver3, haswell, x86-64-v3, neoverse-n1 (default: host).")
 @click.option("--features", metavar="FEATURES", help="LLVM feature string, e.g. +avx2,+fma (default: host's).")
+@click.option("--isa", metavar="LEVELS",
+              help="x86-64 only: build every kernel once per ISA level (e.g. avx2,baseline; levels: "
+                   "baseline, sse4, avx2, avx512) into one .so that picks, when loaded, the first level "
+                   "this CPU runs; DSL_ISA=LEVEL at load time forces another. Default: this machine's CPU.")
 @click.option("-O", "opt_level", type=click.IntRange(0, 3), default=3, show_default=True,
               help="LLVM optimization level, -O0 to -O3.")
 @click.option("-I", "include", multiple=True, type=click.Path(file_okay=False, path_type=Path),
@@ -54,7 +58,7 @@ TEXT_STAGES = ("ast", "typed", "loops", "schedule", "guard", "llvm", "asm")
                    "sizes and build the fastest; the choice is cached. E.g. M=512,N=512,K=512.")
 @click.option("--autotune-budget", type=click.FloatRange(min=0.1), default=120.0, show_default=True,
               metavar="SECONDS", help="Time limit of the autotuning search, per kernel.")
-def main(file, output, header, emit, triple, cpu, features, opt_level, include, print_after,
+def main(file, output, header, emit, triple, cpu, features, isa, opt_level, include, print_after,
          print_after_all, remarks, dump_dir, specialize, autotune, autotune_budget):
     """Compile a kernel file (.tk) to a shared library, an object, assembly or IR.
 
@@ -64,6 +68,8 @@ def main(file, output, header, emit, triple, cpu, features, opt_level, include, 
       dslc saxpy.tk --emit=loops              # print the loop IR
       dslc saxpy.tk --emit=asm -O3            # print assembly
       dslc saxpy.tk --print-after-all -o saxpy.so
+      dslc saxpy.tk --target aarch64-linux-gnu -o saxpy.so   # NEON, links with aarch64-linux-gnu-gcc
+      dslc saxpy.tk --target x86_64 --isa avx2,baseline -o saxpy.so
 
     Each exported kernel returns int32: 0 on success, k > 0 when check k-1
     failed (sizes disagree, outputs overlap inputs, an index is out of bounds);
@@ -82,6 +88,8 @@ def main(file, output, header, emit, triple, cpu, features, opt_level, include, 
     _check_print_after(names, emit)
     if emit not in ("ast", "typed", "loops", "schedule", "guard"):
         _check_target(triple, cpu, features)
+    if isa is not None:
+        _check_isa(isa, emit, triple, cpu, features)
     opts = from_env(CompileOptions(opt_level=opt_level, triple=triple, cpu=cpu, features=features,
                                    print_after=frozenset(names), remarks=remarks, dump_dir=dump_dir,
                                    include_paths=tuple(include)))
@@ -90,7 +98,7 @@ def main(file, output, header, emit, triple, cpu, features, opt_level, include, 
     try:
         if tune_sizes:
             opts = tune_file(file, opts, tune_sizes, autotune_budget)
-        _compile(file, output, header, emit, opts)
+        _compile(file, output, header, emit, opts, isa)
     except CompileError as err:
         click.echo(err.render(), err=True)
         sys.exit(1)
@@ -155,7 +163,26 @@ def _native_stderr(action) -> str:
         return captured.read().decode(errors="replace")
 
 
-def _compile(file: Path, output: Path | None, header: Path | None, emit: str, opts: CompileOptions) -> None:
+def _check_isa(isa: str, emit: str, triple: str | None, cpu: str | None, features: str | None) -> None:
+    from .multi_isa import check_isa_options
+
+    if emit != "so":
+        raise click.UsageError(f"--isa builds a shared library with one copy per level: not --emit={emit}")
+    try:
+        check_isa_options(isa, triple, cpu, features)
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from None
+
+
+def _compile(file: Path, output: Path | None, header: Path | None, emit: str, opts: CompileOptions,
+             isa: str | None = None) -> None:
+    if isa is not None:
+        from .multi_isa import build_multi_isa
+
+        job = build_multi_isa(file, opts, isa, output)
+        if header is not None:
+            _write_header(job, header, file)
+        return
     stop = "obj" if emit == "so" else emit
     job = compile_file(file, opts, stop_after=stop)
     if emit in TEXT_STAGES:

@@ -16,6 +16,9 @@ class Machine:
     vector_bits: int = 256
     vector_registers: int = 16
     has_fma: bool = True
+    # The FMA can take its scalar from a lane of a register (NEON's by-element
+    # `fmla v.4s, v.4s, v.s[i]`) instead of a broadcast register (x86).
+    fma_by_element: bool = False
 
     def lanes(self, t: ScalarType) -> int:
         """Elements of type `t` in one vector register (8 f32 on AVX2, 4 on NEON)."""
@@ -29,6 +32,9 @@ class MicroTile:
     mr: int
     vectors: int
     lanes: int
+    # fma(a, b, acc) when the machine has an FMA unit; else a * b + acc (an
+    # `llvm.fma` without one becomes a libm call per element: 0.6 GFLOP/s).
+    fused: bool = True
 
     @property
     def nr(self) -> int:
@@ -38,26 +44,34 @@ class MicroTile:
 def micro_tile(machine: Machine, t: ScalarType) -> MicroTile:
     """The largest register block of C that fits with its operands.
 
-    The accumulators (mr x vectors), one row of B (vectors) and one broadcast
-    of A must fit in the vector registers. Each k step issues mr x vectors
-    FMAs and mr + vectors loads; a shape is load-bound when the loads
-    outnumber the FMAs (both units issue about as many per cycle). Among the
-    shapes that are not, take the most accumulators (they hide the FMA
-    latency), then the one closest to two vectors wide: 6 x 16 f32 on AVX2's
-    16 registers, 14 x 8 on NEON's 32.
+    The accumulators (mr x vectors), one row of B (vectors) and the values of
+    A in flight must fit in the vector registers. A takes one broadcast
+    register on x86; with a by-element FMA (NEON) LLVM loads A in pairs
+    (`ldp s, s`) and keeps about three registers of it live, and mr is kept a
+    multiple of the lanes so a panel's column of A is whole vectors. (On
+    neoverse-n1, 14 x 8 left two registers for A and LLVM spilled an
+    accumulator in the loop; 12 x 8 and 13 x 8 do not spill.) Each k step
+    issues mr x vectors FMAs and mr + vectors loads; a shape is load-bound
+    when the loads outnumber the FMAs (both units issue about as many per
+    cycle). Among the shapes that are not, take the most accumulators (they
+    hide the FMA latency), then the one closest to two vectors wide: 6 x 16
+    f32 on AVX2's 16 registers, 12 x 8 on NEON's 32.
 
     >>> micro_tile(Machine(256, 16), F32)          # doctest: +SKIP
     MicroTile(mr=6, vectors=2, lanes=8)
     """
     lanes = machine.lanes(t)
+    a_registers = 3 if machine.fma_by_element else 1
     best: tuple | None = None
     for vectors in range(1, 5):
-        mr = (machine.vector_registers - vectors - 1) // vectors
+        mr = (machine.vector_registers - vectors - a_registers) // vectors
+        if machine.fma_by_element and mr >= lanes:
+            mr -= mr % lanes
         if mr < 1:
             continue
         fmas, loads = mr * vectors, mr + vectors
         score = (min(1.0, fmas / loads), fmas, -abs(vectors - 2))
         if best is None or score > best[0]:
-            best = (score, MicroTile(mr, vectors, lanes))
+            best = (score, MicroTile(mr, vectors, lanes, machine.has_fma))
     assert best is not None
     return best[1]

@@ -150,7 +150,7 @@ def _tile(machine: Machine, c: Contraction, options: dict, span) -> MicroTile:
     mr, nr = options.get("mr", tile.mr), options.get("nr", tile.nr)
     if nr % tile.lanes:
         raise ScheduleError(span, f"contract(): nr={nr} is not a multiple of the vector width {tile.lanes}")
-    return MicroTile(mr, nr // tile.lanes, tile.lanes)
+    return MicroTile(mr, nr // tile.lanes, tile.lanes, tile.fused)
 
 
 def _blocking(c: Contraction, t: MicroTile, options: dict) -> tuple[int, int, int]:

@@ -129,5 +129,13 @@ def _k_loop(c: Contraction, t: MicroTile, operands, kc: ir.Expr, acc) -> ir.For:
     for r in range(t.mr):
         a = ir.Broadcast(operands.a(ir.Var(p), r), t.lanes)
         for v in range(t.vectors):
-            body.append(ir.Assign(acc[r][v], ir.Fma(a, ir.Var(b[v]), ir.Var(acc[r][v]), dtype)))
+            body.append(ir.Assign(acc[r][v], _multiply_add(t, a, ir.Var(b[v]), ir.Var(acc[r][v]), dtype)))
     return ir.For(p, i64(0), kc, 1, tuple(body), f"{c.k.name}.micro", span=c.k.span)
+
+
+def _multiply_add(t: MicroTile, a: ir.Expr, b: ir.Expr, acc: ir.Expr, dtype) -> ir.Expr:
+    """fma(a, b, acc) on an FMA machine; a * b + acc otherwise (the same sum as
+    the plain loop, which only FMA contraction may fuse)."""
+    if t.fused:
+        return ir.Fma(a, b, acc, dtype)
+    return ir.Binary("+", ir.Binary("*", a, b, dtype), acc, dtype)
