@@ -1,0 +1,116 @@
+"""dsl.ops elementwise ops against numpy: every shape class (0-size, scalar,
+1, odd, rank > 3), broadcast, transposed, sliced and reversed views, scalar
+operands on either side, `out=` (in place, overlapping, strided), and the
+errors a bad call gets."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import dsl
+
+RNG = np.random.default_rng(7)
+BINARY = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide,
+          "maximum": np.maximum, "minimum": np.minimum}
+UNARY_EXACT = {"relu": lambda x: np.maximum(x, np.float32(0)), "sqrt": np.sqrt, "abs": np.abs,
+               "neg": np.negative, "square": np.square, "copy": np.copy}
+
+
+def rand(*shape):
+    return RNG.standard_normal(shape).astype(np.float32)
+
+
+def views():
+    """(name, x, y) pairs whose broadcast shapes cover the cases."""
+    base = rand(6, 10, 12)
+    yield "0-size", rand(0, 3), rand(0, 3)
+    yield "0-d", np.array(1.5, np.float32), np.array(-2.0, np.float32)
+    yield "one", rand(1), rand(1)
+    yield "odd", rand(17), rand(17)
+    yield "2d", rand(33, 7), rand(33, 7)
+    yield "broadcast", rand(3, 1, 5), rand(4, 5)
+    yield "row broadcast", rand(255, 64), rand(64)
+    yield "transposed", base[0].T, rand(12, 10)
+    yield "strided", base[:, ::2, 1::3], base[::-1, 1::2, ::3]
+    yield "rank 5 strided", rand(2, 3, 4, 5, 6)[:, ::2, :, ::2, ::3], rand(2, 2, 4, 3, 2)
+    yield "large", rand(1 << 17), rand(1 << 17)
+
+
+@pytest.mark.parametrize("op", sorted(BINARY))
+@pytest.mark.parametrize("case", list(views()), ids=lambda c: c[0])
+def test_binary_matches_numpy(op, case):
+    _, x, y = case
+    with np.errstate(all="ignore"):
+        want = BINARY[op](x, y)
+        got = getattr(dsl.ops, op)(x, y)
+    assert got.shape == want.shape and got.dtype == np.float32
+    np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("op", sorted(BINARY))
+def test_scalar_on_either_side(op):
+    x = rand(5, 7)[:, ::2]
+    with np.errstate(all="ignore"):
+        np.testing.assert_array_equal(getattr(dsl.ops, op)(x, 2.5), BINARY[op](x, np.float32(2.5)))
+        np.testing.assert_array_equal(getattr(dsl.ops, op)(-1.25, x), BINARY[op](np.float32(-1.25), x))
+
+
+def test_nan_propagates_through_maximum_and_minimum():
+    x = np.array([np.nan, 1, -np.inf, 2], np.float32)
+    y = np.array([0, np.nan, 3, np.inf], np.float32)
+    np.testing.assert_array_equal(dsl.ops.maximum(x, y), np.maximum(x, y))
+    np.testing.assert_array_equal(dsl.ops.minimum(x, y), np.minimum(x, y))
+
+
+@pytest.mark.parametrize("op", sorted(UNARY_EXACT))
+@pytest.mark.parametrize("case", list(views()), ids=lambda c: c[0])
+def test_exact_unary_ops(op, case):
+    _, x, _ = case
+    with np.errstate(invalid="ignore"):
+        np.testing.assert_array_equal(getattr(dsl.ops, op)(x), UNARY_EXACT[op](x))
+
+
+@pytest.mark.parametrize("op", ["exp", "log", "tanh", "erf", "sigmoid", "silu", "gelu"])
+@pytest.mark.parametrize("case", list(views()), ids=lambda c: c[0])
+def test_math_ops_on_every_view(op, case):
+    """The views reach the same elements as a contiguous copy would."""
+    _, x, _ = case
+    want = getattr(dsl.ops, op)(np.ascontiguousarray(x))
+    np.testing.assert_array_equal(getattr(dsl.ops, op)(x), want)
+
+
+def test_out_preallocated_strided_and_in_place():
+    x, y = rand(64, 33), rand(33)
+    out = np.zeros((64, 66), np.float32)[:, ::2]
+    assert dsl.ops.mul(x, y, out=out) is out
+    np.testing.assert_array_equal(out, x * y)
+    z = x.copy()
+    dsl.ops.add(z, y, out=z)
+    np.testing.assert_array_equal(z, x + y)
+    dsl.ops.silu(z, out=z)
+    np.testing.assert_array_equal(z, dsl.ops.silu(x + y))
+
+
+def test_overlapping_out_reads_inputs_first():
+    x = np.arange(10, dtype=np.float32)
+    want = x[1:] + x[:-1]
+    dsl.ops.add(x[1:], x[:-1], out=x[1:])
+    np.testing.assert_array_equal(x[1:], want)
+
+
+def test_gelu_rejects_unknown_approximation():
+    with pytest.raises(ValueError, match="dsl.ops.gelu: 'approximate' must be 'none' or 'tanh'"):
+        dsl.ops.gelu(rand(3), approximate="erf")
+
+
+@pytest.mark.parametrize("call, error, message", [
+    (lambda: dsl.ops.add(np.ones(3), np.ones(3, np.float32)), TypeError, "dsl.ops.add: 'x' must be float32"),
+    (lambda: dsl.ops.mul(rand(3), rand(4)), ValueError, r"dsl.ops.mul: shapes do not broadcast: x\(3,\), y\(4,\)"),
+    (lambda: dsl.ops.add(rand(3), rand(3), out=np.empty(4, np.float32)), ValueError, "'out' has shape"),
+    (lambda: dsl.ops.exp(rand(3), out=np.empty(3)), TypeError, "dsl.ops.exp: 'out' must be float32"),
+    (lambda: dsl.ops.relu(rand(3), out=np.broadcast_to(np.float32(0), (3,))), ValueError, "'out' is read-only"),
+])
+def test_bad_calls_name_the_op_and_parameter(call, error, message):
+    with pytest.raises(error, match=message):
+        call()
