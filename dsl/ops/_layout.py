@@ -109,7 +109,8 @@ def rank_views(shape: tuple[int, ...], arrays: list[np.ndarray]) -> tuple[int, l
     if len(cshape) <= 1:
         n = cshape[0] if cshape else (0 if 0 in shape else 1)
         return 1, [[strided(a, (n,), s or [1]) for a, s in zip(arrays, cstrides)]]
-    pad = max(0, 3 - len(cshape))
-    cshape = (1,) * pad + cshape
-    full = [strided(a, cshape, [0] * pad + s) for a, s in zip(arrays, cstrides)]
+    if len(cshape) == 2:  # (B, 1, C): the kernel's outer loop, which runs on all threads, gets B
+        cshape = (cshape[0], 1, cshape[1])
+        cstrides = [[s[0], 0, s[1]] for s in cstrides]
+    full = [strided(a, cshape, s) for a, s in zip(arrays, cstrides)]
     return 3, [[v[index] for v in full] for index in np.ndindex(*cshape[:-3])]
