@@ -52,7 +52,7 @@ def _binary(op: str, x, y, out) -> np.ndarray:
     if L.is_scalar(y) and not L.is_scalar(x):
         a = L.as_f32_array(op, "x", x)
         return _run(op, op, [a], L.output(op, out, a.shape), float(y))
-    if L.is_scalar(x) and not L.is_scalar(y) and op in ("add", "mul", "maximum", "minimum", "sub", "div"):
+    if L.is_scalar(x) and not L.is_scalar(y):
         b = L.as_f32_array(op, "y", y)
         kernel = {"sub": "rsub", "div": "rdiv"}.get(op, op)
         return _run(op, kernel, [b], L.output(op, out, b.shape), float(x))
@@ -162,6 +162,7 @@ def square(x, out=None):
 def copy(x, out=None):
     """Copy `x` into `out` (broadcast, any strides): `dsl.ops.copy(a.T, out=b)`."""
     a = L.as_f32_array("copy", "x", x)
-    shape = a.shape if out is None else out.shape
-    L.broadcast_shape("copy", {"x": a, "out": np.empty(shape, np.uint8)})
+    shape = a.shape if out is None else np.shape(out)
+    if L.broadcast_shape("copy", {"x": a, "out": np.broadcast_to(np.float32(0), shape)}) != tuple(shape):
+        raise ValueError(f"dsl.ops.copy: 'x' of shape {a.shape} does not broadcast to 'out' {tuple(shape)}")
     return _run("copy", "copy", [a], L.output("copy", out, shape))

@@ -92,6 +92,12 @@ def test_out_preallocated_strided_and_in_place():
     np.testing.assert_array_equal(z, dsl.ops.silu(x + y))
 
 
+def test_copy_broadcasts_into_out():
+    out = np.empty((3, 8), np.float32)[:, ::2]
+    dsl.ops.copy(np.arange(4, dtype=np.float32), out=out)
+    np.testing.assert_array_equal(out, np.broadcast_to(np.arange(4, dtype=np.float32), (3, 4)))
+
+
 def test_overlapping_out_reads_inputs_first():
     x = np.arange(10, dtype=np.float32)
     want = x[1:] + x[:-1]
@@ -110,7 +116,36 @@ def test_gelu_rejects_unknown_approximation():
     (lambda: dsl.ops.add(rand(3), rand(3), out=np.empty(4, np.float32)), ValueError, "'out' has shape"),
     (lambda: dsl.ops.exp(rand(3), out=np.empty(3)), TypeError, "dsl.ops.exp: 'out' must be float32"),
     (lambda: dsl.ops.relu(rand(3), out=np.broadcast_to(np.float32(0), (3,))), ValueError, "'out' is read-only"),
+    (lambda: dsl.ops.copy(rand(3, 4), out=np.empty(4, np.float32)), ValueError, "does not broadcast to 'out'"),
 ])
 def test_bad_calls_name_the_op_and_parameter(call, error, message):
     with pytest.raises(error, match=message):
         call()
+
+
+FUSED = """
+from mathfn import silu_f32, gelu_tanh_f32
+
+def swiglu(gate: f32[M, N], up: f32[M, N], out: f32[M, N]):
+    out[m, n] = silu_f32(gate[m, n]) * up[m, n]
+
+def gelu_bias(x: f32[M, N], bias: f32[N], out: f32[M, N]):
+    out[m, n] = gelu_tanh_f32(x[m, n] + bias[n])
+"""
+
+
+def test_fused_chains_are_kernels_importing_the_math(tmp_path):
+    """A chain of ops fuses into one pass by writing it as a kernel: any .tk
+    file can import the helpers of stdlib/mathfn.tk."""
+    from dsl.backends.link import link_shared
+    from dsl.pipeline import compile_file
+
+    (tmp_path / "fused.tk").write_text(FUSED)
+    job = compile_file(tmp_path / "fused.tk", stop_after="obj")
+    lib = dsl.load(link_shared(job.obj, tmp_path / "fused.so", job.target))
+    gate, up, bias = rand(37, 129), rand(37, 129), rand(129)
+    out = np.empty_like(gate)
+    lib.swiglu(gate, up, out)
+    np.testing.assert_allclose(out, dsl.ops.mul(dsl.ops.silu(gate), up), rtol=1e-6, atol=1e-30)
+    lib.gelu_bias(gate, bias, out)
+    np.testing.assert_allclose(out, dsl.ops.gelu(gate + bias, approximate="tanh"), rtol=1e-6, atol=1e-30)
