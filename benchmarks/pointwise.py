@@ -120,8 +120,7 @@ def run(n: int, rows: int, threads: list[int], repeats: int) -> tuple[list[list[
             row.append(unit)
             ref = times.get("torch", times.get("numpy"))
             row.append(f"{ref / times['dslc']:.2f}" if ref else "-")
-            row.append(f"{12 * n / times['dslc'] / 1e9 / bandwidth * 8 / 12:.0%}" if name == "copy" else
-                       f"{12 * n / times['dslc'] / 1e9 / bandwidth:.0%}" if name == "add" else "")
+            row.append(f"{amount / times['dslc'] / bandwidth:.0%}" if unit == "GB/s" else "")
             results.append(row)
     return results, stream
 

@@ -16,9 +16,9 @@ F32 = np.dtype(np.float32)
 
 
 def as_f32_array(op: str, name: str, value) -> np.ndarray:
-    """`value` as a float32 array (Python numbers become 0-d arrays); other
-    dtypes are refused rather than silently converted."""
-    if isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_)):
+    """`value` as a float32 array (Python numbers and lists are converted);
+    arrays of other dtypes are refused rather than silently converted."""
+    if is_scalar(value) or isinstance(value, (list, tuple)):
         return np.asarray(value, dtype=F32)
     arr = np.asarray(value)
     if arr.dtype != F32:

@@ -92,6 +92,11 @@ def test_out_preallocated_strided_and_in_place():
     np.testing.assert_array_equal(z, dsl.ops.silu(x + y))
 
 
+def test_python_numbers_and_lists_are_float32():
+    np.testing.assert_array_equal(dsl.ops.add([1.0, 2.0], [[0.5], [1.5]]), np.float32([[1.5, 2.5], [2.5, 3.5]]))
+    assert dsl.ops.sum([1, 2, 3]) == 6.0
+
+
 def test_copy_broadcasts_into_out():
     out = np.empty((3, 8), np.float32)[:, ::2]
     dsl.ops.copy(np.arange(4, dtype=np.float32), out=out)
