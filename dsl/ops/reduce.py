@@ -120,13 +120,18 @@ def _call(op: str, kind: str, view: np.ndarray, flat: np.ndarray) -> None:
         getattr(lib, f"{op}_mid")(view, flat)
         return
     O, R = view.shape
-    if O == 1 and R >= _SPLIT_MIN and R % _PIECES == 0 and view.strides[1] == 4:
-        # One long row: pieces on all threads, then their results combined.
-        pieces = np.empty(_PIECES, np.float32)
-        getattr(lib, f"{op}_last")(view.reshape(_PIECES, R // _PIECES), pieces)
-        getattr(lib, f"{op}_last")(pieces.reshape(1, _PIECES), flat)
+    kernel = getattr(lib, f"{op}_last")
+    if O == 1 and R >= _SPLIT_MIN and view.strides[1] == 4:
+        # One long row: equal pieces on all threads (and the rest), then
+        # their results combined.
+        main = R - R % _PIECES
+        results = np.empty(_PIECES + (main < R), np.float32)
+        kernel(view[:, :main].reshape(_PIECES, main // _PIECES), results[:_PIECES])
+        if main < R:
+            kernel(view[:, main:], results[_PIECES:])
+        kernel(results.reshape(1, -1), flat)
         return
-    getattr(lib, f"{op}_last")(view, flat)
+    kernel(view, flat)
 
 
 def sum(x, axis=None, keepdims: bool = False, out=None):

@@ -79,6 +79,15 @@ def test_out_and_errors():
         dsl.ops.sum(X, axis=0, out=np.empty(3, np.float32))
 
 
+@pytest.mark.parametrize("n", [(1 << 18) + 37, 1 << 19])
+def test_long_rows_cut_into_pieces(n):
+    x = RNG.standard_normal(n).astype(np.float32)
+    np.testing.assert_allclose(dsl.ops.sum(x), np.sum(x, dtype=np.float64), rtol=1e-6, atol=1e-3)
+    x[n - 5] = 100.0
+    assert dsl.ops.max(x) == np.max(x) and dsl.ops.min(x) == np.min(x)
+    assert dsl.ops.argmax(x) == n - 5
+
+
 @pytest.mark.parametrize("layout", ["row", "column"])
 def test_sum_of_16m_within_1e6_of_numpy_pairwise(layout):
     """numpy sums a row pairwise; down a column it adds in order (and drifts
