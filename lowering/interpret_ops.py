@@ -183,7 +183,19 @@ def unary_fn(op: str, t: ScalarType) -> Fn1:
             return lambda a: one / np.sqrt(a)
         case "erf":
             return lambda a: T(math.erf(float(a)))
+        case "bits" | "from_bits":
+            return _bitcast_fn(op, t)
     raise ValueError(f"no unary operator {op!r} on {t}")
+
+
+def _bitcast_fn(op: str, t: ScalarType) -> Fn1:
+    """The same bits read as the other type (`t` is the operand's): f32 <-> i32,
+    f64 <-> i64 (u32/u64 read as f32/f64 too). Works lane-wise on arrays."""
+    if op == "bits":
+        width = np.dtype(f"int{t.bits}")
+    else:
+        width = np.dtype(f"float{t.bits}")
+    return lambda a: a.view(width)
 
 
 def cast_fn(src: ScalarType, dst: ScalarType) -> Fn1:

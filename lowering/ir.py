@@ -144,7 +144,8 @@ class Binary:
 @dataclass(frozen=True, slots=True)
 class Unary:
     """neg, not, invert (~), and the one-argument intrinsics: abs exp log sqrt
-    rsqrt tanh erf floor ceil."""
+    rsqrt tanh erf floor ceil. `bits` (float -> int of its width) and
+    `from_bits` (int -> float) reinterpret the bits; the others keep the type."""
 
     op: str
     operand: "Expr"

@@ -300,7 +300,7 @@ class _Printer:
             return f"not {_paren(text, prec < NOT)}", NOT
         symbol = UNARY_SYMBOL.get(e.op)
         if symbol is None:
-            return f"{e.op}({self.expr(e.operand, e.type)})", ATOM
+            return f"{e.op}({self.expr(e.operand, e.operand.type)})", ATOM
         text, prec = self.prec_expr(e.operand, e.type)
         return symbol + _paren(text, prec < UNARY or text.startswith("-")), UNARY
 

@@ -42,6 +42,7 @@ ARITH_OPS = frozenset({"+", "-", "*", "/", "//", "%", "min", "max"})
 BIT_OPS = frozenset({"&", "|", "^", "<<", ">>"})
 FLOAT_INTRINSICS = frozenset({"exp", "log", "sqrt", "rsqrt", "tanh", "erf", "floor", "ceil"})
 REDUCE_OPS = frozenset({"sum", "min", "max"})
+BITCASTS = frozenset({"bits", "from_bits"})  # same width, float <-> int
 
 
 class VerifyError(Exception):
@@ -347,6 +348,9 @@ class _Verifier:
         if op == "not":
             self.expect(operand == t == BOOL, e, f"'not' needs a bool, got {operand}")
             return
+        if op in BITCASTS:
+            self.bitcast(e, operand)
+            return
         self.expect(operand == t, e, f"'{op}' of {operand} must have type {operand}, not {t}")
         if op in FLOAT_INTRINSICS:
             self.expect(t.is_float, e, f"{op}() needs a float, not {t}")
@@ -356,6 +360,11 @@ class _Verifier:
             self.expect(t.is_int or t.is_bool, e, f"'~' needs an int or bool, not {t}")
         else:
             self.fail(e, f"unknown unary operator {op!r}")
+
+    def bitcast(self, e: ir.Unary, operand: ScalarType) -> None:
+        src, dst = (operand, e.type) if e.op == "bits" else (e.type, operand)
+        self.expect(src.is_float and dst.is_int and src.bits == dst.bits and dst.bits in (32, 64), e,
+                    f"{e.op}() maps between a float and an int of its width, not {operand} -> {e.type}")
 
     def reduce(self, e: ir.Reduce) -> None:
         self.expect(self.level == "kernel", e, "a reduction left in loop IR")

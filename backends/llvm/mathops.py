@@ -37,6 +37,9 @@ def emit_unary(cx: FunctionContext, op: str, t: ScalarType, x: ir.Value) -> ir.V
             # is_int_min_poison = false: abs(MIN) wraps to MIN.
             fn = cx.declare(f"llvm.abs.{intrinsic_suffix(x.type)}", x.type, [x.type, I1])
             return bld.call(fn, [x, ir.Constant(I1, 0)])
+        case "bits" | "from_bits":
+            # `t` is the result type: the same bits, reinterpreted.
+            return bld.bitcast(x, with_lanes(reg_type(t), lanes_of_type(x.type)))
         case "rsqrt" if t.is_float:
             root = _call1(cx, "llvm.sqrt", x)
             return bld.fdiv(float_const(x.type, 1.0), root, flags=cx.fmf)

@@ -13,6 +13,7 @@ from .fold import fold_intrinsic
 
 FLOAT_INTRINSICS = {"exp", "log", "sqrt", "rsqrt", "tanh", "erf", "floor", "ceil"}
 INTRINSICS = FLOAT_INTRINSICS | {"abs", "min", "max", "fma", "sum"}
+INTRINSICS |= {"bits", "from_bits"}  # bit reinterpretation: f32 <-> i32, f64 <-> i64
 LOOP_ONLY = {"range", "grid", "pgrid"}
 
 
@@ -50,6 +51,8 @@ def _intrinsic(ck: ExprChecker, node: ast.Call, name: str) -> TExpr | None:
         return _minmax(ck, node, name)
     if name == "fma":
         return _fma(ck, node)
+    if name in ("bits", "from_bits"):
+        return _bitcast(ck, node, name)
     if len(node.args) != 1:
         ck.bag.error(node.span, f"{name}() takes exactly one argument ({len(node.args)} given)")
         return None
@@ -125,6 +128,30 @@ def _fma(ck: ExprChecker, node: ast.Call) -> TExpr | None:
     if a is None or b is None or c is None:
         return None
     return TExpr(ir.Fma(a, b, c, target, node.span))
+
+
+def _bitcast(ck: ExprChecker, node: ast.Call, name: str) -> TExpr | None:
+    """`bits(x)`: the IEEE bits of float `x` as the signed int of its width;
+    `from_bits(i)`: the float whose bits are int `i` (i32/u32 -> f32, i64/u64 -> f64)."""
+    if len(node.args) != 1:
+        ck.bag.error(node.span, f"{name}() takes exactly one argument ({len(node.args)} given)")
+        return None
+    te = ck.expr(node.args[0])
+    if te is None:
+        return None
+    if te.weak:
+        hint = "bits(f32(x))" if name == "bits" else "from_bits(i32(x))"
+        ck.bag.error(node.span, f"{name}() of a literal has no width", f"give it a type, e.g. {hint}")
+        return None
+    value = te.expr
+    t = value.type
+    wants_float = name == "bits"
+    if (t.is_float if wants_float else t.is_int) and t.bits in (32, 64):
+        result = BY_NAME[f"i{t.bits}" if wants_float else f"f{t.bits}"]
+        return TExpr(ir.Unary(name, value, result, node.span))
+    need = "an f32 or f64" if wants_float else "a 32- or 64-bit int"
+    ck.bag.error(node.span, f"{name}() needs {need} argument, not {t}")
+    return None
 
 
 def _join(a: ScalarType, b: ScalarType) -> ScalarType | None:

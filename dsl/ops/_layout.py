@@ -1,0 +1,116 @@
+"""Shapes for the pointwise ops: argument checks, numpy broadcasting, `out=`,
+and coalescing of axes so that one rank-1 or rank-3 kernel serves any shape.
+
+    shape, arrays = broadcast_operands("add", {"x": x, "y": y})
+    views = coalesced(shape, arrays)      # equal-shaped strided views, rank <= 3
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+from numpy.lib.stride_tricks import as_strided
+
+F32 = np.dtype(np.float32)
+
+
+def as_f32_array(op: str, name: str, value) -> np.ndarray:
+    """`value` as a float32 array (Python numbers and lists are converted);
+    arrays of other dtypes are refused rather than silently converted."""
+    if is_scalar(value) or isinstance(value, (list, tuple)):
+        return np.asarray(value, dtype=F32)
+    arr = np.asarray(value)
+    if arr.dtype != F32:
+        raise TypeError(f"dsl.ops.{op}: '{name}' must be float32, got {arr.dtype}")
+    return arr
+
+
+def is_scalar(value) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_))
+
+
+def broadcast_shape(op: str, arrays: dict[str, np.ndarray]) -> tuple[int, ...]:
+    try:
+        return np.broadcast_shapes(*(a.shape for a in arrays.values()))
+    except ValueError:
+        shapes = ", ".join(f"{n}{a.shape}" for n, a in arrays.items())
+        raise ValueError(f"dsl.ops.{op}: shapes do not broadcast: {shapes}") from None
+
+
+def output(op: str, out, shape: tuple[int, ...]) -> np.ndarray:
+    """`out` checked (float32, the result's shape, writable), or a new array."""
+    if out is None:
+        return np.empty(shape, F32)
+    if not isinstance(out, np.ndarray):
+        raise TypeError(f"dsl.ops.{op}: 'out' must be a numpy array, got {type(out).__name__}")
+    if out.dtype != F32:
+        raise TypeError(f"dsl.ops.{op}: 'out' must be float32, got {out.dtype}")
+    if out.shape != tuple(shape):
+        raise ValueError(f"dsl.ops.{op}: 'out' has shape {out.shape}, the result has {tuple(shape)}")
+    if not out.flags.writeable:
+        raise ValueError(f"dsl.ops.{op}: 'out' is read-only")
+    return out
+
+
+def unaliased(x: np.ndarray, out: np.ndarray) -> np.ndarray:
+    """`x`, or a copy of it when it overlaps `out` other than element for
+    element (numpy's rule: results are as if the inputs were read first)."""
+    if x.size == 0 or out.size == 0 or not np.may_share_memory(x, out):
+        return x
+    same = (x.__array_interface__["data"][0] == out.__array_interface__["data"][0]
+            and x.strides == out.strides)
+    return x if same else x.copy()
+
+
+def _element_strides(a: np.ndarray) -> list[int]:
+    return [s // a.itemsize for s in a.strides]
+
+
+def coalesced(shape: tuple[int, ...], arrays: list[np.ndarray]) -> tuple[tuple[int, ...], list[list[int]]]:
+    """Merge axes that every array steps through as one (and drop axes of size
+    1): the fewest (shape, element strides per array) describing the same
+    elements in the same order.
+
+        >>> coalesced((2, 3), [np.empty((2, 3), np.float32)])
+        ((6,), [[1]])
+    """
+    return merge_axes(shape, [_element_strides(a) for a in arrays])
+
+
+def merge_axes(shape: tuple[int, ...], strides: list[list[int]]) -> tuple[tuple[int, ...], list[list[int]]]:
+    """`coalesced` on element strides given directly (one list per array)."""
+    dims = [k for k, n in enumerate(shape) if n != 1]
+    out_shape: list[int] = []
+    out_strides: list[list[int]] = [[] for _ in strides]
+    for k in dims:
+        mergeable = out_shape and all(s[-1] == st[k] * shape[k] for s, st in zip(out_strides, strides))
+        if mergeable:
+            out_shape[-1] *= shape[k]
+            for s, st in zip(out_strides, strides):
+                s[-1] = st[k]
+        else:
+            out_shape.append(shape[k])
+            for s, st in zip(out_strides, strides):
+                s.append(st[k])
+    return tuple(out_shape), out_strides
+
+
+def strided(a: np.ndarray, shape: tuple[int, ...], element_strides: list[int]) -> np.ndarray:
+    """A view of `a`'s memory with the given shape and element strides."""
+    return as_strided(a, shape, [s * a.itemsize for s in element_strides],
+                      writeable=a.flags.writeable)
+
+
+def rank_views(shape: tuple[int, ...], arrays: list[np.ndarray]) -> tuple[int, list[list[np.ndarray]]]:
+    """Views for the rank-1 kernel (rank 1) or rank-3 calls (rank 3, one list
+    of views per call: leading axes beyond three are looped over here)."""
+    cshape, cstrides = coalesced(shape, arrays)
+    if len(cshape) <= 1:
+        n = cshape[0] if cshape else (0 if 0 in shape else 1)
+        return 1, [[strided(a, (n,), s or [1]) for a, s in zip(arrays, cstrides)]]
+    if len(cshape) == 2:  # (B, 1, C): the kernel's outer loop, which runs on all threads, gets B
+        cshape = (cshape[0], 1, cshape[1])
+        cstrides = [[s[0], 0, s[1]] for s in cstrides]
+    full = [strided(a, cshape, s) for a, s in zip(arrays, cstrides)]
+    return 3, [[v[index] for v in full] for index in np.ndindex(*cshape[:-3])]

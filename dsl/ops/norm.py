@@ -1,0 +1,118 @@
+"""Softmax and the row normalizations, along one axis of a float32 array.
+
+    x = np.random.randn(8, 1024).astype(np.float32)
+    p = dsl.ops.softmax(x)                            # along the last axis
+    y = dsl.ops.layer_norm(x, weight=w, bias=b)       # w, b: shape (1024,)
+    z = dsl.ops.rms_norm(x, eps=1e-6, out=x)          # in place
+
+Kernels: `stdlib/norm.tk`, one row of x[R, C] at a time (the row stays in
+cache between its passes). The axis is moved last as a view; when the other
+axes do not merge into one row index, the rows are copied first.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+
+import numpy as np
+
+from . import _layout as L
+from .library import stdlib_library
+from .reduce import normalize_axes
+
+__all__ = ["softmax", "log_softmax", "layer_norm", "rms_norm"]
+
+
+def _lib():
+    return stdlib_library("norm")
+
+
+def _rows(a: np.ndarray, axis: int) -> np.ndarray | None:
+    """`a` with `axis` moved last, as an (R, C) view, or None if that needs a copy."""
+    moved = np.moveaxis(a, axis, -1)
+    C = moved.shape[-1] if moved.ndim else 1
+    R = math.prod(moved.shape[:-1])
+    strides = [s // a.itemsize for s in moved.strides]
+    lead, lead_strides = L.merge_axes(moved.shape[:-1], [strides[:-1]])
+    if len(lead) > 1:
+        return None
+    return L.strided(moved, (R, C), [lead_strides[0][0] if lead else 0, strides[-1]])
+
+
+def _rowwise(op: str, x, axis: int, out, run) -> np.ndarray:
+    """Apply `run(rows_in, rows_out)` along `axis`, honouring `out=`."""
+    a = L.as_f32_array(op, "x", x)
+    _axis_length(op, a, axis)
+    (ax,) = normalize_axes(op, axis, a.ndim)
+    result = L.output(op, out, a.shape)
+    if a.size == 0:
+        return result
+    a = L.unaliased(a, result)
+    rows_in = _rows(a, ax)
+    if rows_in is None:
+        rows_in = np.ascontiguousarray(np.moveaxis(a, ax, -1)).reshape(-1, a.shape[ax])
+    rows_out = _rows(result, ax)
+    if rows_out is not None:
+        run(rows_in, rows_out)
+        return result
+    tmp = np.empty(rows_in.shape, np.float32)
+    run(rows_in, tmp)
+    np.copyto(np.moveaxis(result, ax, -1), tmp.reshape(np.moveaxis(result, ax, -1).shape))
+    return result
+
+
+def _axis_length(op: str, a: np.ndarray, axis) -> int:
+    if a.ndim == 0:
+        raise ValueError(f"dsl.ops.{op}: needs an array with at least one dimension")
+    (ax,) = normalize_axes(op, axis, a.ndim)
+    return a.shape[ax]
+
+
+def _param(op: str, name: str, value, length: int) -> np.ndarray | None:
+    if value is None:
+        return None
+    arr = L.as_f32_array(op, name, value)
+    if arr.shape != (length,):
+        raise ValueError(f"dsl.ops.{op}: '{name}' must have shape ({length},), got {arr.shape}")
+    return arr
+
+
+def _eps(op: str, eps) -> float:
+    if not isinstance(eps, numbers.Real) or isinstance(eps, bool) or not eps >= 0:
+        raise ValueError(f"dsl.ops.{op}: 'eps' must be a number >= 0, got {eps!r}")
+    return float(eps)
+
+
+def softmax(x, axis: int = -1, out=None):
+    """exp(x) / sum(exp(x)) along `axis`, the maximum subtracted first (no
+    overflow at +-1e4): `dsl.ops.softmax(logits, axis=-1)`."""
+    return _rowwise("softmax", x, axis, out, lambda i, o: _lib().softmax_rows(i, o))
+
+
+def log_softmax(x, axis: int = -1, out=None):
+    """x - logsumexp(x) along `axis`, computed stably."""
+    return _rowwise("log_softmax", x, axis, out, lambda i, o: _lib().log_softmax_rows(i, o))
+
+
+def layer_norm(x, weight=None, bias=None, eps: float = 1e-5, axis: int = -1, out=None):
+    """(x - mean) / sqrt(var + eps) * weight + bias along `axis` (biased
+    variance, as torch): `dsl.ops.layer_norm(h, weight=g, bias=b)`."""
+    a = L.as_f32_array("layer_norm", "x", x)
+    C = _axis_length("layer_norm", a, axis)
+    w, b, e = _param("layer_norm", "weight", weight, C), _param("layer_norm", "bias", bias, C), _eps("layer_norm", eps)
+    if w is None and b is None:
+        return _rowwise("layer_norm", a, axis, out, lambda i, o: _lib().layer_norm_plain_rows(i, e, o))
+    w = np.ones(C, np.float32) if w is None else w
+    b = np.zeros(C, np.float32) if b is None else b
+    return _rowwise("layer_norm", a, axis, out, lambda i, o: _lib().layer_norm_rows(i, w, b, e, o))
+
+
+def rms_norm(x, weight=None, eps: float = 1e-6, axis: int = -1, out=None):
+    """x / sqrt(mean(x**2) + eps) * weight along `axis` (as torch's RMSNorm)."""
+    a = L.as_f32_array("rms_norm", "x", x)
+    C = _axis_length("rms_norm", a, axis)
+    w, e = _param("rms_norm", "weight", weight, C), _eps("rms_norm", eps)
+    if w is None:
+        return _rowwise("rms_norm", a, axis, out, lambda i, o: _lib().rms_norm_plain_rows(i, e, o))
+    return _rowwise("rms_norm", a, axis, out, lambda i, o: _lib().rms_norm_rows(i, w, e, o))

@@ -1,0 +1,168 @@
+"""Elementwise ops and activations on float32 arrays, numpy-style.
+
+    import numpy as np, dsl
+    x = np.linspace(-3, 3, 7, dtype=np.float32)
+    y = dsl.ops.add(x, 1.0)                   # broadcasting, scalars
+    dsl.ops.silu(x, out=y)                    # into preallocated memory
+
+Kernels: `stdlib/pointwise.tk` (math helpers in `stdlib/mathfn.tk`, written
+in the language). Operands broadcast as in numpy (through stride-0 views,
+never copies); axes that every operand steps through together are merged,
+so a contiguous array of any shape is one rank-1 loop. Inputs must be
+float32 (Python numbers are fine); `out` may be an input (in place).
+Reductions, softmax and the norms live in `reduce.py` and `norm.py` and are
+re-exported here.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import _layout as L
+from .library import stdlib_library
+from .norm import layer_norm, log_softmax, rms_norm, softmax
+from .reduce import argmax, max, mean, min, sum
+
+_BINARY = ("add", "sub", "mul", "div", "maximum", "minimum")
+_UNARY = ("relu", "sigmoid", "tanh", "silu", "exp", "log", "erf", "sqrt", "abs", "neg", "square", "copy")
+
+__all__ = [*_BINARY, *_UNARY, "gelu", "sum", "mean", "max", "min", "argmax", "softmax", "log_softmax",
+           "layer_norm", "rms_norm"]
+
+
+def _lib():
+    return stdlib_library("pointwise")
+
+
+def _run(op: str, kernel: str, inputs: list[np.ndarray], out: np.ndarray, scalar=None) -> np.ndarray:
+    if out.size == 0:
+        return out
+    inputs = [L.unaliased(np.broadcast_to(x, out.shape), out) for x in inputs]
+    rank, calls = L.rank_views(out.shape, [*inputs, out])
+    fn = getattr(_lib(), f"{kernel}_{rank}" if scalar is None else f"{kernel}_s{rank}")
+    for views in calls:
+        if scalar is None:
+            fn(*views)
+        else:
+            fn(views[0], scalar, views[1])
+    return out
+
+
+def _binary(op: str, x, y, out) -> np.ndarray:
+    if L.is_scalar(y) and not L.is_scalar(x):
+        a = L.as_f32_array(op, "x", x)
+        return _run(op, op, [a], L.output(op, out, a.shape), float(y))
+    if L.is_scalar(x) and not L.is_scalar(y):
+        b = L.as_f32_array(op, "y", y)
+        kernel = {"sub": "rsub", "div": "rdiv"}.get(op, op)
+        return _run(op, kernel, [b], L.output(op, out, b.shape), float(x))
+    a, b = L.as_f32_array(op, "x", x), L.as_f32_array(op, "y", y)
+    shape = L.broadcast_shape(op, {"x": a, "y": b})
+    return _run(op, op, [a, b], L.output(op, out, shape))
+
+
+def _unary(op: str, kernel: str, x, out) -> np.ndarray:
+    a = L.as_f32_array(op, "x", x)
+    return _run(op, kernel, [a], L.output(op, out, a.shape))
+
+
+def add(x, y, out=None):
+    """x + y, broadcasting: `dsl.ops.add(a, b[None, :])`, `dsl.ops.add(a, 1.0, out=a)`."""
+    return _binary("add", x, y, out)
+
+
+def sub(x, y, out=None):
+    """x - y, broadcasting; either side may be a Python number."""
+    return _binary("sub", x, y, out)
+
+
+def mul(x, y, out=None):
+    """x * y, broadcasting: `dsl.ops.mul(a, 0.5)`."""
+    return _binary("mul", x, y, out)
+
+
+def div(x, y, out=None):
+    """x / y (IEEE: x / 0 is ±inf or nan), broadcasting."""
+    return _binary("div", x, y, out)
+
+
+def maximum(x, y, out=None):
+    """Elementwise maximum, NaN propagating like `np.maximum`."""
+    return _binary("maximum", x, y, out)
+
+
+def minimum(x, y, out=None):
+    """Elementwise minimum, NaN propagating like `np.minimum`."""
+    return _binary("minimum", x, y, out)
+
+
+def relu(x, out=None):
+    """max(x, 0); NaN stays NaN: `dsl.ops.relu(np.float32([-1, 2]))` -> [0, 2]."""
+    return _unary("relu", "relu", x, out)
+
+
+def sigmoid(x, out=None):
+    """1 / (1 + e**-x)."""
+    return _unary("sigmoid", "sigmoid", x, out)
+
+
+def tanh(x, out=None):
+    """tanh x, at most 4 ulp from the exact value (docs/stdlib.md)."""
+    return _unary("tanh", "tanh", x, out)
+
+
+def silu(x, out=None):
+    """x * sigmoid(x) (torch.nn.functional.silu)."""
+    return _unary("silu", "silu", x, out)
+
+
+def gelu(x, approximate: str = "none", out=None):
+    """x Phi(x) (`approximate="none"`, through erfc) or the tanh form
+    (`approximate="tanh"`), as torch.nn.functional.gelu."""
+    if approximate not in ("none", "tanh"):
+        raise ValueError(f"dsl.ops.gelu: 'approximate' must be 'none' or 'tanh', not {approximate!r}")
+    return _unary("gelu", "gelu" if approximate == "none" else "gelu_tanh", x, out)
+
+
+def exp(x, out=None):
+    """e**x, at most 2 ulp from the exact value; overflows to inf above 88.72."""
+    return _unary("exp", "exp", x, out)
+
+
+def log(x, out=None):
+    """ln x (nan below 0, -inf at 0), at most 2 ulp from the exact value."""
+    return _unary("log", "log", x, out)
+
+
+def erf(x, out=None):
+    """The error function, at most 4 ulp from the exact value."""
+    return _unary("erf", "erf", x, out)
+
+
+def sqrt(x, out=None):
+    """Square root (nan below 0)."""
+    return _unary("sqrt", "sqrt", x, out)
+
+
+def abs(x, out=None):
+    """|x|."""
+    return _unary("abs", "abs", x, out)
+
+
+def neg(x, out=None):
+    """-x."""
+    return _unary("neg", "neg", x, out)
+
+
+def square(x, out=None):
+    """x * x."""
+    return _unary("square", "square", x, out)
+
+
+def copy(x, out=None):
+    """Copy `x` into `out` (broadcast, any strides): `dsl.ops.copy(a.T, out=b)`."""
+    a = L.as_f32_array("copy", "x", x)
+    shape = a.shape if out is None else np.shape(out)
+    if L.broadcast_shape("copy", {"x": a, "out": np.broadcast_to(np.float32(0), shape)}) != tuple(shape):
+        raise ValueError(f"dsl.ops.copy: 'x' of shape {a.shape} does not broadcast to 'out' {tuple(shape)}")
+    return _run("copy", "copy", [a], L.output("copy", out, shape))

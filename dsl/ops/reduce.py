@@ -1,0 +1,181 @@
+"""Reductions over float32 arrays, numpy-style (`axis`, `keepdims`, `out=`).
+
+    x = np.random.rand(4, 5, 6).astype(np.float32)
+    dsl.ops.sum(x, axis=(0, 2))               # shape (5,)
+    dsl.ops.max(x, axis=1, keepdims=True)     # shape (4, 1, 6)
+    dsl.ops.argmax(x, axis=-1)                # int64, first maximum
+
+Kernels: `stdlib/reduce.tk`. The reduced axes are merged into one (R) and
+the kept axes into one (O), without copying when the strides allow: with R
+innermost the `_last` kernels run along contiguous rows; with O innermost
+the `_mid` kernels add whole rows at a time. Other layouts are copied first.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from . import _layout as L
+from .library import stdlib_library
+
+__all__ = ["sum", "mean", "max", "min", "argmax"]
+
+_SPLIT_MIN = 1 << 18  # a single long row is cut into pieces that run in parallel
+_PIECES = 64
+
+
+def _lib():
+    return stdlib_library("reduce")
+
+
+def normalize_axes(op: str, axis, ndim: int) -> tuple[int, ...]:
+    """`axis` (None, an int or a tuple) as sorted, distinct, non-negative axes."""
+    if axis is None:
+        return tuple(range(ndim))
+    items = axis if isinstance(axis, tuple) else (axis,)
+    axes = []
+    for a in items:
+        if not isinstance(a, (int, np.integer)) or isinstance(a, bool):
+            raise TypeError(f"dsl.ops.{op}: 'axis' must be an int or a tuple of ints, got {axis!r}")
+        if not -ndim <= a < ndim:
+            raise ValueError(f"dsl.ops.{op}: axis {a} is out of range for an array of {ndim} dimensions")
+        axes.append(int(a) % ndim)
+    if len(set(axes)) != len(axes):
+        raise ValueError(f"dsl.ops.{op}: repeated axis in {axis!r}")
+    return tuple(sorted(axes))
+
+
+def _result_shape(shape, axes, keepdims: bool) -> tuple[int, ...]:
+    if keepdims:
+        return tuple(1 if k in axes else n for k, n in enumerate(shape))
+    return tuple(n for k, n in enumerate(shape) if k not in axes)
+
+
+def _operands(x: np.ndarray, axes: tuple[int, ...]):
+    """(kind, x view, O, R): kind 'last' with x as (O, R), or 'mid' with x as
+    (1, R, O); a layout that does not merge is copied to a contiguous one."""
+    kept = [k for k in range(x.ndim) if k not in axes]
+    moved = x.transpose(kept + list(axes))
+    O = math.prod(x.shape[k] for k in kept)
+    R = math.prod(x.shape[k] for k in axes)
+    strides = [st // x.itemsize for st in x.strides]
+    oshape, ostr = L.merge_axes(tuple(x.shape[k] for k in kept), [[strides[k] for k in kept]])
+    rshape, rstr = L.merge_axes(tuple(x.shape[k] for k in axes), [[strides[k] for k in axes]])
+    if len(oshape) <= 1 and len(rshape) <= 1:
+        so = ostr[0][0] if oshape else 0
+        sr = rstr[0][0] if rshape else 0
+        if so == 1 and sr != 1 and O > 1:
+            return "mid", L.strided(x, (1, R, O), [0, sr, 1]), O, R
+        return "last", L.strided(x, (O, R), [so, sr]), O, R
+    return "last", np.ascontiguousarray(moved).reshape(O, R), O, R
+
+
+def _into(op: str, out, result_shape, dtype) -> tuple[np.ndarray, np.ndarray | None]:
+    """(the contiguous array the kernel writes, the user's `out` to copy into or None)."""
+    if out is None:
+        return np.empty(result_shape, dtype), None
+    if not isinstance(out, np.ndarray) or out.dtype != dtype:
+        raise TypeError(f"dsl.ops.{op}: 'out' must be a {np.dtype(dtype)} numpy array")
+    if out.shape != result_shape:
+        raise ValueError(f"dsl.ops.{op}: 'out' has shape {out.shape}, the result has {result_shape}")
+    if not out.flags.writeable:
+        raise ValueError(f"dsl.ops.{op}: 'out' is read-only")
+    if out.flags.c_contiguous:
+        return out, None
+    return np.empty(result_shape, dtype), out
+
+
+def _reduce(op: str, x, axis, keepdims: bool, out):
+    a = L.as_f32_array(op, "x", x)
+    axes = normalize_axes(op, axis, a.ndim)
+    shape = _result_shape(a.shape, axes, keepdims)
+    dtype = np.int64 if op == "argmax" else np.float32
+    result, user_out = _into(op, out, shape, dtype)
+    kind, view, O, R = _operands(a, axes)
+    if R == 0 and op != "sum" and O > 0:
+        raise ValueError(f"dsl.ops.{op}: zero-size reduction (no identity for {op})")
+    flat = result.reshape(O) if kind == "last" else result.reshape(1, O)
+    if O > 0:
+        _call(op, kind, view, flat)
+    if user_out is not None:
+        np.copyto(user_out, result)
+        return user_out
+    return result if result.ndim else result[()]
+
+
+def _call(op: str, kind: str, view: np.ndarray, flat: np.ndarray) -> None:
+    lib = _lib()
+    if op == "argmax":
+        if kind == "mid":
+            lib.argmax_mid(view, np.empty(flat.shape, np.float32), flat)
+        else:
+            lib.argmax_last(view, flat)
+        return
+    if kind == "mid" and op == "sum":
+        lib.sum_mid(view, np.empty(flat.shape[1], np.float64), flat)
+        return
+    if kind == "mid":
+        getattr(lib, f"{op}_mid")(view, flat)
+        return
+    O, R = view.shape
+    kernel = getattr(lib, f"{op}_last")
+    if O == 1 and R >= _SPLIT_MIN and view.strides[1] == 4:
+        # One long row: equal pieces on all threads (and the rest), then
+        # their results combined.
+        main = R - R % _PIECES
+        results = np.empty(_PIECES + (main < R), np.float32)
+        kernel(view[:, :main].reshape(_PIECES, main // _PIECES), results[:_PIECES])
+        if main < R:
+            kernel(view[:, main:], results[_PIECES:])
+        kernel(results.reshape(1, -1), flat)
+        return
+    kernel(view, flat)
+
+
+def sum(x, axis=None, keepdims: bool = False, out=None):
+    """Sum over `axis` (None: all), float32 in blocks, blocks added in float64:
+    `dsl.ops.sum(x, axis=0)`."""
+    return _reduce("sum", x, axis, keepdims, out)
+
+
+def mean(x, axis=None, keepdims: bool = False, out=None):
+    """Mean over `axis` (nan over an empty axis, as numpy)."""
+    a = L.as_f32_array("mean", "x", x)
+    axes = normalize_axes("mean", axis, a.ndim)
+    total = _reduce("sum", a, axis, keepdims, out)
+    count = math.prod(a.shape[k] for k in axes)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        if isinstance(total, np.ndarray):
+            return np.divide(total, np.float32(count), out=total)
+        return total / np.float32(count)
+
+
+def max(x, axis=None, keepdims: bool = False, out=None):
+    """Maximum over `axis`; NaN propagates; an empty axis is a ValueError."""
+    return _reduce("max", x, axis, keepdims, out)
+
+
+def min(x, axis=None, keepdims: bool = False, out=None):
+    """Minimum over `axis`; NaN propagates; an empty axis is a ValueError."""
+    return _reduce("min", x, axis, keepdims, out)
+
+
+def argmax(x, axis=None, keepdims: bool = False, out=None):
+    """Index of the first maximum along one axis (None: of the flattened
+    array), int64; the first NaN counts as the maximum, as in numpy."""
+    a = L.as_f32_array("argmax", "x", x)
+    if axis is None:
+        flat = np.ascontiguousarray(a).reshape(-1)
+        found = _reduce("argmax", flat, 0, False, None)
+        if keepdims:
+            found = found.reshape((1,) * a.ndim)
+        if out is not None:
+            np.copyto(out, found)
+            return out
+        return found
+    if isinstance(axis, tuple):
+        raise TypeError("dsl.ops.argmax: 'axis' must be an int or None")
+    return _reduce("argmax", a, axis, keepdims, out)
+

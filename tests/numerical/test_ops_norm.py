@@ -1,0 +1,120 @@
+"""dsl.ops softmax, log_softmax, layer_norm and rms_norm against float64
+numpy (and torch where installed): every axis, strided and transposed inputs,
+odd row lengths, huge logits, special values, `out=` and bad calls."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import dsl
+
+RNG = np.random.default_rng(5)
+X = RNG.standard_normal((6, 7, 33)).astype(np.float32) * 3
+
+
+def softmax64(x, axis):
+    x = x.astype(np.float64)
+    e = np.exp(x - x.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+def log_softmax64(x, axis):
+    x = x.astype(np.float64)
+    m = x.max(axis=axis, keepdims=True)
+    return x - m - np.log(np.exp(x - m).sum(axis=axis, keepdims=True))
+
+
+def layer_norm64(x, axis, w=None, b=None, eps=1e-5):
+    x = np.moveaxis(x.astype(np.float64), axis, -1)
+    y = (x - x.mean(-1, keepdims=True)) / np.sqrt(x.var(-1, keepdims=True) + eps)
+    y = y * (1 if w is None else w) + (0 if b is None else b)
+    return np.moveaxis(y, -1, axis)
+
+
+def rms_norm64(x, axis, w=None, eps=1e-6):
+    x = np.moveaxis(x.astype(np.float64), axis, -1)
+    y = x / np.sqrt((x * x).mean(-1, keepdims=True) + eps) * (1 if w is None else w)
+    return np.moveaxis(y, -1, axis)
+
+
+INPUTS = {"contiguous": X, "transposed": X.transpose(2, 0, 1), "strided": X[::2, ::-1, 1::2]}
+
+
+@pytest.mark.parametrize("layout", sorted(INPUTS))
+@pytest.mark.parametrize("axis", [0, 1, 2, -1])
+def test_softmax_and_log_softmax(axis, layout):
+    x = INPUTS[layout]
+    np.testing.assert_allclose(dsl.ops.softmax(x, axis=axis), softmax64(x, axis), rtol=2e-6, atol=1e-7)
+    np.testing.assert_allclose(dsl.ops.log_softmax(x, axis=axis), log_softmax64(x, axis), rtol=2e-6, atol=2e-6)
+
+
+@pytest.mark.parametrize("layout", sorted(INPUTS))
+@pytest.mark.parametrize("axis", [0, 1, 2, -1])
+def test_norms(axis, layout):
+    x = INPUTS[layout]
+    c = x.shape[axis]
+    w, b = RNG.standard_normal(c).astype(np.float32), RNG.standard_normal(c).astype(np.float32)
+    np.testing.assert_allclose(dsl.ops.layer_norm(x, axis=axis), layer_norm64(x, axis), rtol=1e-5, atol=2e-6)
+    np.testing.assert_allclose(dsl.ops.layer_norm(x, w, b, axis=axis), layer_norm64(x, axis, w, b),
+                               rtol=1e-5, atol=2e-6)
+    np.testing.assert_allclose(dsl.ops.layer_norm(x, weight=w, axis=axis), layer_norm64(x, axis, w),
+                               rtol=1e-5, atol=2e-6)
+    np.testing.assert_allclose(dsl.ops.rms_norm(x, axis=axis), rms_norm64(x, axis), rtol=1e-5, atol=2e-6)
+    np.testing.assert_allclose(dsl.ops.rms_norm(x, w, axis=axis, eps=1e-3), rms_norm64(x, axis, w, 1e-3),
+                               rtol=1e-5, atol=2e-6)
+
+
+def test_layer_norm_with_a_large_mean_keeps_its_digits():
+    x = (RNG.standard_normal((4, 4096)) + 1e4).astype(np.float32)
+    np.testing.assert_allclose(dsl.ops.layer_norm(x), layer_norm64(x, -1), rtol=1e-3, atol=1e-3)
+
+
+def test_softmax_is_stable_at_huge_logits():
+    x = np.array([[1e4, -1e4, 0, 1e4], [-1e4, -1e4, -1e4, -1e4]], np.float32)
+    np.testing.assert_allclose(dsl.ops.softmax(x), softmax64(x, -1), atol=1e-7)
+    np.testing.assert_allclose(dsl.ops.log_softmax(x), log_softmax64(x, -1), rtol=1e-6)
+
+
+def test_special_values_propagate_like_torch():
+    torch = pytest.importorskip("torch")
+    x = np.array([[np.nan, 1, 2], [np.inf, 0, 1], [-np.inf, 0, 1], [1, 2, 3]], np.float32)
+    t = torch.from_numpy(x)
+    np.testing.assert_allclose(dsl.ops.softmax(x), torch.softmax(t, -1).numpy(), rtol=1e-6)  # nan where torch's
+    np.testing.assert_allclose(dsl.ops.log_softmax(x), torch.log_softmax(t, -1).numpy(), rtol=1e-6)
+
+
+@pytest.mark.parametrize("rows, cols", [(1, 1), (3, 7), (17, 255), (64, 1024)])
+def test_against_torch(rows, cols):
+    torch = pytest.importorskip("torch")
+    x = RNG.standard_normal((rows, cols)).astype(np.float32)
+    w, b = RNG.standard_normal(cols).astype(np.float32), RNG.standard_normal(cols).astype(np.float32)
+    t, tw, tb = (torch.from_numpy(a) for a in (x, w, b))
+    F = torch.nn.functional
+    np.testing.assert_allclose(dsl.ops.softmax(x), F.softmax(t, -1).numpy(), rtol=2e-6, atol=1e-7)
+    np.testing.assert_allclose(dsl.ops.layer_norm(x, w, b), F.layer_norm(t, (cols,), tw, tb).numpy(),
+                               rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(dsl.ops.rms_norm(x, w), F.rms_norm(t, (cols,), tw, eps=1e-6).numpy(),
+                               rtol=1e-5, atol=1e-6)
+
+
+def test_out_in_place_and_empty():
+    x = X.copy()
+    assert dsl.ops.softmax(x, axis=1, out=x) is x
+    np.testing.assert_allclose(x, softmax64(X, 1), rtol=2e-6, atol=1e-7)
+    out = np.empty((6, 7, 66), np.float32)[:, :, ::2]
+    dsl.ops.rms_norm(X, out=out)
+    np.testing.assert_allclose(out, rms_norm64(X, -1), rtol=1e-5, atol=2e-6)
+    assert dsl.ops.layer_norm(np.zeros((0, 5), np.float32)).shape == (0, 5)
+
+
+@pytest.mark.parametrize("call, error, message", [
+    (lambda: dsl.ops.softmax(np.float32(1)), ValueError, "dsl.ops.softmax: needs an array"),
+    (lambda: dsl.ops.softmax(X, axis=3), ValueError, "dsl.ops.softmax: axis 3 is out of range"),
+    (lambda: dsl.ops.layer_norm(X, np.ones(5, np.float32)), ValueError, r"'weight' must have shape \(33,\)"),
+    (lambda: dsl.ops.rms_norm(X, eps=-1.0), ValueError, "'eps' must be a number >= 0"),
+    (lambda: dsl.ops.rms_norm(X.astype(np.float64)), TypeError, "dsl.ops.rms_norm: 'x' must be float32"),
+])
+def test_bad_calls(call, error, message):
+    with pytest.raises(error, match=message):
+        call()

@@ -1,0 +1,107 @@
+"""dsl.ops reductions against numpy: every axis and pair of axes, keepdims,
+`out=`, empty and strided inputs, NaN, and the accuracy of a float32 sum of
+16M elements against numpy's pairwise sum."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+import dsl
+
+RNG = np.random.default_rng(11)
+X = RNG.standard_normal((4, 5, 6, 7)).astype(np.float32)
+AXES = [None, *range(-1, 4), *itertools.combinations(range(4), 2), (0, 1, 2), (1, 2, 3)]
+INPUTS = {"contiguous": X, "transposed": X.transpose(2, 0, 3, 1), "strided": X[:, ::2, ::-1, 1::2]}
+
+
+@pytest.mark.parametrize("layout", sorted(INPUTS))
+@pytest.mark.parametrize("axis", AXES, ids=str)
+@pytest.mark.parametrize("op", ["sum", "mean", "max", "min"])
+def test_reductions_match_numpy(op, axis, layout):
+    x = INPUTS[layout]
+    for keepdims in (False, True):
+        want = getattr(np, op)(x, axis=axis, keepdims=keepdims)
+        got = getattr(dsl.ops, op)(x, axis=axis, keepdims=keepdims)
+        assert np.shape(got) == np.shape(want)
+        if op in ("max", "min"):
+            np.testing.assert_array_equal(got, want)
+        else:
+            np.testing.assert_allclose(got, want, rtol=2e-6, atol=2e-6)
+
+
+@pytest.mark.parametrize("layout", sorted(INPUTS))
+@pytest.mark.parametrize("axis", [None, 0, 1, 2, 3, -1])
+def test_argmax_matches_numpy(axis, layout):
+    x = INPUTS[layout]
+    np.testing.assert_array_equal(dsl.ops.argmax(x, axis=axis), np.argmax(x, axis=axis))
+    np.testing.assert_array_equal(dsl.ops.argmax(x, axis=axis, keepdims=True),
+                                  np.argmax(x, axis=axis, keepdims=True))
+
+
+def test_argmax_ties_and_nan_follow_numpy():
+    x = np.array([[1, 3, 3, 2], [np.nan, 5, np.nan, 1], [-np.inf, -np.inf, -np.inf, -np.inf]], np.float32)
+    for axis in (0, 1):
+        np.testing.assert_array_equal(dsl.ops.argmax(x, axis=axis), np.argmax(x, axis=axis))
+
+
+def test_nan_and_inf_propagate():
+    x = np.array([[1, np.nan, 3], [np.inf, 2, -np.inf]], np.float32)
+    for op in ("sum", "max", "min"):
+        for axis in (None, 0, 1):
+            with np.errstate(invalid="ignore"):
+                np.testing.assert_array_equal(getattr(dsl.ops, op)(x, axis=axis), getattr(np, op)(x, axis=axis))
+
+
+def test_empty_axes():
+    x = np.zeros((3, 0), np.float32)
+    np.testing.assert_array_equal(dsl.ops.sum(x, axis=1), np.zeros(3, np.float32))
+    np.testing.assert_array_equal(dsl.ops.max(x, axis=0), np.zeros(0, np.float32))
+    with pytest.raises(ValueError, match="dsl.ops.max: zero-size reduction"):
+        dsl.ops.max(x, axis=1)
+
+
+def test_out_and_errors():
+    x = X[:, :, 0, 0].T  # (5, 4), strided
+    out = np.empty(10, np.float32)[::2]
+    assert dsl.ops.sum(x, axis=1, out=out) is out
+    np.testing.assert_allclose(out, x.sum(axis=1), rtol=1e-6)
+    found = np.empty(5, np.int64)
+    assert dsl.ops.argmax(x, axis=1, out=found) is found
+    np.testing.assert_array_equal(found, x.argmax(axis=1))
+    with pytest.raises(ValueError, match="dsl.ops.sum: axis 4 is out of range"):
+        dsl.ops.sum(X, axis=4)
+    with pytest.raises(ValueError, match="repeated axis"):
+        dsl.ops.min(X, axis=(1, -3))
+    with pytest.raises(ValueError, match="'out' has shape"):
+        dsl.ops.sum(X, axis=0, out=np.empty(3, np.float32))
+
+
+@pytest.mark.parametrize("n", [(1 << 18) + 37, 1 << 19])
+def test_long_rows_cut_into_pieces(n):
+    x = RNG.standard_normal(n).astype(np.float32)
+    np.testing.assert_allclose(dsl.ops.sum(x), np.sum(x, dtype=np.float64), rtol=1e-6, atol=1e-3)
+    x[n - 5] = 100.0
+    assert dsl.ops.max(x) == np.max(x) and dsl.ops.min(x) == np.min(x)
+    assert dsl.ops.argmax(x) == n - 5
+
+
+@pytest.mark.parametrize("layout", ["row", "column"])
+def test_sum_of_16m_within_1e6_of_numpy_pairwise(layout):
+    """numpy sums a row pairwise; down a column it adds in order (and drifts
+    ~2e-5 here), so columns are compared with the pairwise sum of the same
+    numbers laid out as rows, and both with float64."""
+    n = 1 << 24
+    x = RNG.random(n, dtype=np.float32) + np.float32(0.5)
+    if layout == "column":
+        x2 = x.reshape(-1, 4)
+        got = dsl.ops.sum(x2, axis=0).astype(np.float64)
+        pairwise = np.sum(np.ascontiguousarray(x2.T), axis=1).astype(np.float64)
+        exact = np.sum(x2, axis=0, dtype=np.float64)
+    else:
+        got, pairwise, exact = float(dsl.ops.sum(x)), float(np.sum(x)), np.sum(x, dtype=np.float64)
+    assert np.all(np.abs(got - pairwise) <= 1e-6 * np.abs(pairwise))
+    assert np.all(np.abs(got - exact) <= 1e-6 * np.abs(exact))
+    np.testing.assert_allclose(dsl.ops.mean(x), np.mean(x), rtol=1e-6)
