@@ -14,8 +14,9 @@ import numpy as np
 
 from .library import stdlib_library
 from .quant_formats import FORMATS, block_rows, check_shape, quant_format
+from .quant_lanes import LANES, empty_lanes, from_lanes, groups_of, to_lanes
 
-__all__ = ["dequantize", "QUANT_TYPES"]
+__all__ = ["quantize", "dequantize", "QUANT_TYPES"]
 
 QUANT_TYPES = tuple(FORMATS)
 
@@ -50,3 +51,80 @@ def dequantize(blocks: np.ndarray, qtype: str, shape) -> np.ndarray:
         kernel = getattr(stdlib_library("quant_dequant"), f"dequantize_{fmt.name}")
         kernel(*_views(rows, fmt.name), out)
     return out.reshape(dims)
+
+
+def quantize(x: np.ndarray, qtype: str) -> np.ndarray:
+    """`x` (float32, rows a whole number of blocks) in GGML's `qtype` blocks, as uint8.
+
+    The result has x's shape with the last axis in bytes (x.shape[-1] / block *
+    bytes per block), byte for byte what ggml's `quantize_row_<qtype>_ref` writes
+    (ggml_quantize_chunk without an importance matrix).
+
+        >>> x = np.random.randn(4, 512).astype(np.float32)
+        >>> dsl.ops.quantize(x, "q4_k").shape
+        (4, 288)
+    """
+    fmt = quant_format("quantize", qtype)
+    if not isinstance(x, np.ndarray):
+        raise TypeError(f"quantize: x must be a numpy float32 array, not {type(x).__name__}")
+    if x.dtype != np.float32:
+        raise TypeError(f"quantize: x must have dtype float32, not {x.dtype}")
+    dims = check_shape("quantize", fmt, x.shape)
+    rows = np.ascontiguousarray(x).reshape(-1, fmt.block)
+    count = rows.shape[0]
+    out = np.empty((groups_of(count) * LANES, fmt.nbytes), np.uint8)
+    if count:
+        blocks = out.reshape(-1, LANES, fmt.nbytes)
+        _QUANTIZERS[fmt.name](to_lanes(rows), blocks, out[:count])
+    return out[:count].reshape(*dims[:-1], dims[-1] // fmt.block * fmt.nbytes)
+
+
+def _quantize_k(xl: np.ndarray, blocks: np.ndarray, out: np.ndarray, nmax: int, rmin: float, nstep: int) -> None:
+    """q4_K (nmax 15) or q5_K (nmax 31): the search, the block scales, the packing."""
+    lib = stdlib_library("quant_k")
+    groups, count = xl.shape[0], out.shape[0]
+    levels = empty_lanes(groups, 256, np.uint8)
+    scale = empty_lanes(groups, 8, np.float32)
+    the_min = empty_lanes(groups, 8, np.float32)
+    lib.qkx2_search(xl, nmax, rmin, nstep, levels, scale, the_min)
+    dm = empty_lanes(groups, 2, np.float16)
+    sb = empty_lanes(groups, 12, np.uint8)
+    lib.final_levels(xl, nmax, scale, the_min, levels, dm, sb)
+    (lib.pack_q4_k if nmax == 15 else lib.pack_q5_k)(levels, blocks)
+    out[:, 0:4] = from_lanes(dm, count).view(np.uint8)
+    out[:, 4:16] = from_lanes(sb, count)
+
+
+def _quantize_q6_k(xl: np.ndarray, blocks: np.ndarray, out: np.ndarray) -> None:
+    lib = stdlib_library("quant_q6")
+    groups = xl.shape[0]
+    levels = empty_lanes(groups, 256, np.uint8)
+    scale = empty_lanes(groups, 16, np.float32)
+    lib.qx_search(xl, levels, scale)
+    dh = empty_lanes(groups, 1, np.float16)
+    lib.pack_q6_k(xl, scale, levels, dh, blocks)
+    out[:, 208:210] = from_lanes(dh, out.shape[0]).view(np.uint8)
+
+
+def _quantize_q8_0(xl: np.ndarray, blocks: np.ndarray, out: np.ndarray) -> None:
+    dh = empty_lanes(xl.shape[0], 1, np.float16)
+    stdlib_library("quant_q8").quantize_q8_0(xl, dh, blocks)
+    out[:, 0:2] = from_lanes(dh, out.shape[0]).view(np.uint8)
+
+
+def _quantize_q8_k(xl: np.ndarray, blocks: np.ndarray, out: np.ndarray) -> None:
+    groups, count = xl.shape[0], out.shape[0]
+    d = empty_lanes(groups, 1, np.float32)
+    bsums = empty_lanes(groups, 16, np.int16)
+    stdlib_library("quant_q8").quantize_q8_k(xl, d, bsums, blocks)
+    out[:, 0:4] = from_lanes(d, count).view(np.uint8)
+    out[:, 260:292] = from_lanes(bsums, count).view(np.uint8)
+
+
+_QUANTIZERS = {
+    "q8_0": _quantize_q8_0,
+    "q4_k": lambda xl, blocks, out: _quantize_k(xl, blocks, out, 15, -1.0, 20),
+    "q5_k": lambda xl, blocks, out: _quantize_k(xl, blocks, out, 31, -0.5, 15),
+    "q6_k": _quantize_q6_k,
+    "q8_k": _quantize_q8_k,
+}
