@@ -16,7 +16,9 @@ from .library import stdlib_library
 from .quant_formats import FORMATS, block_rows, check_shape, quant_format
 from .quant_lanes import LANES, empty_lanes, from_lanes, groups_of, to_lanes
 
-__all__ = ["quantize", "dequantize", "QUANT_TYPES"]
+from .quant_matmul import qmatmul, qmatvec
+
+__all__ = ["quantize", "dequantize", "qmatvec", "qmatmul", "QUANT_TYPES"]
 
 QUANT_TYPES = tuple(FORMATS)
 
