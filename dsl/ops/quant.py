@@ -12,8 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .library import stdlib_library
-from .quant_formats import FORMATS, block_rows, check_shape, quant_format
+from .quant_formats import FORMATS, block_rows, check_shape, quant_format, quant_library
 from .quant_lanes import LANES, empty_lanes, from_lanes, groups_of, to_lanes
 
 from .quant_matmul import qmatmul, qmatvec
@@ -50,7 +49,7 @@ def dequantize(blocks: np.ndarray, qtype: str, shape) -> np.ndarray:
     rows = block_rows("dequantize", fmt, blocks, dims)
     out = np.empty((rows.shape[0], fmt.block), np.float32)
     if rows.shape[0]:
-        kernel = getattr(stdlib_library("quant_dequant"), f"dequantize_{fmt.name}")
+        kernel = getattr(quant_library("quant_dequant"), f"dequantize_{fmt.name}")
         kernel(*_views(rows, fmt.name), out)
     return out.reshape(dims)
 
@@ -83,7 +82,7 @@ def quantize(x: np.ndarray, qtype: str) -> np.ndarray:
 
 def _quantize_k(xl: np.ndarray, blocks: np.ndarray, out: np.ndarray, nmax: int, rmin: float, nstep: int) -> None:
     """q4_K (nmax 15) or q5_K (nmax 31): the search, the block scales, the packing."""
-    lib = stdlib_library("quant_k")
+    lib = quant_library("quant_k")
     groups, count = xl.shape[0], out.shape[0]
     levels = empty_lanes(groups, 256, np.uint8)
     scale = empty_lanes(groups, 8, np.float32)
@@ -98,7 +97,7 @@ def _quantize_k(xl: np.ndarray, blocks: np.ndarray, out: np.ndarray, nmax: int, 
 
 
 def _quantize_q6_k(xl: np.ndarray, blocks: np.ndarray, out: np.ndarray) -> None:
-    lib = stdlib_library("quant_q6")
+    lib = quant_library("quant_q6")
     groups = xl.shape[0]
     levels = empty_lanes(groups, 256, np.uint8)
     scale = empty_lanes(groups, 16, np.float32)
@@ -110,7 +109,7 @@ def _quantize_q6_k(xl: np.ndarray, blocks: np.ndarray, out: np.ndarray) -> None:
 
 def _quantize_q8_0(xl: np.ndarray, blocks: np.ndarray, out: np.ndarray) -> None:
     dh = empty_lanes(xl.shape[0], 1, np.float16)
-    stdlib_library("quant_q8").quantize_q8_0(xl, dh, blocks)
+    quant_library("quant_q8").quantize_q8_0(xl, dh, blocks)
     out[:, 0:2] = from_lanes(dh, out.shape[0]).view(np.uint8)
 
 
@@ -118,7 +117,7 @@ def _quantize_q8_k(xl: np.ndarray, blocks: np.ndarray, out: np.ndarray) -> None:
     groups, count = xl.shape[0], out.shape[0]
     d = empty_lanes(groups, 1, np.float32)
     bsums = empty_lanes(groups, 16, np.int16)
-    stdlib_library("quant_q8").quantize_q8_k(xl, d, bsums, blocks)
+    quant_library("quant_q8").quantize_q8_k(xl, d, bsums, blocks)
     out[:, 0:4] = from_lanes(d, count).view(np.uint8)
     out[:, 260:292] = from_lanes(bsums, count).view(np.uint8)
 

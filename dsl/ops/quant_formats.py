@@ -12,9 +12,12 @@ bytes (`nbytes`), laid out as in ggml's `ggml-common.h`:
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
+
+from .library import stdlib_library
 
 
 @dataclass(frozen=True)
@@ -70,3 +73,10 @@ def block_rows(op: str, fmt: QuantFormat, blocks: object, shape: tuple[int, ...]
         raise ValueError(f"{op}: {blocks.size} bytes of blocks, but shape {shape} in {fmt.name} "
                          f"takes {count * fmt.nbytes} ({count} blocks of {fmt.nbytes} bytes)")
     return np.ascontiguousarray(blocks).reshape(count, fmt.nbytes)
+
+
+@functools.cache
+def quant_library(name: str):
+    """`stdlib_library(name)`, looked up once per process: finding the cached
+    build hashes every stdlib file, which costs more than a small matvec."""
+    return stdlib_library(name)

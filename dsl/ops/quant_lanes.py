@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .library import stdlib_library
+from .quant_formats import quant_library
+
 
 LANES = 16  # the `16` of the kernels' signatures
 
@@ -30,7 +31,7 @@ def to_lanes(rows: np.ndarray) -> np.ndarray:
         padded[:count] = rows
         rows = padded
     out = np.empty((groups, n, LANES), np.float32)
-    stdlib_library("quant_lanes").lanes_f32(rows.reshape(groups, LANES, n), out)
+    quant_library("quant_lanes").lanes_f32(rows.reshape(groups, LANES, n), out)
     return out
 
 

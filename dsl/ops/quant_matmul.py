@@ -11,8 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .library import stdlib_library
-from .quant_formats import FORMATS, block_rows, check_shape, quant_format
+from .quant_formats import FORMATS, block_rows, check_shape, quant_format, quant_library
 
 ACTIVATIONS = {"q4_k": "q8_k", "q5_k": "q8_k", "q6_k": "q8_k", "q8_0": "q8_0"}
 
@@ -74,7 +73,7 @@ def _product(op: str, x, wq, qtype, shape, matrix: bool) -> np.ndarray:
     y = np.empty((xm.shape[0], n), np.float32)
     if y.size and blocks:
         xq = quantize(xm, act)
-        kernel = getattr(stdlib_library("quant_dot"), f"qdot_{fmt.name}")
+        kernel = getattr(quant_library("quant_dot"), f"qdot_{fmt.name}")
         kernel(*_weight_views(rows, fmt.name, n, blocks), *_activation_views(xq, act, xm.shape[0], blocks), y)
     elif y.size:
         y[:] = 0.0
