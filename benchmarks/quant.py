@@ -32,7 +32,7 @@ def conversions(ggml: Ggml, qtype: str, x: np.ndarray, repeats: int) -> list[str
     t_ref = median_seconds(lambda: ggml.quantize(x, qtype, theirs_q), repeats, 0.0)
     t_ours = median_seconds(lambda: dsl.ops.quantize(x, qtype), repeats, 0.0)
     d_ref = median_seconds(lambda: ggml.dequantize(theirs_q, qtype, y), repeats)
-    d_ours = median_seconds(lambda: dsl.ops.dequantize(theirs_q, qtype, x.shape), repeats)
+    d_ours = median_seconds(lambda: dsl.ops.dequantize(theirs_q, qtype, x.shape, out=y), repeats)
     return [qtype, f"{t_ref * 1e3:.0f}", f"{t_ours * 1e3:.0f}", f"{t_ref / t_ours:.1f}", same,
             f"{d_ref * 1e3:.2f}", f"{d_ours * 1e3:.2f}", f"{d_ref / d_ours:.2f}"]
 

@@ -35,11 +35,12 @@ def _views(rows: np.ndarray, qtype: str) -> tuple[np.ndarray, ...]:
             return rows, rows.view(np.float16)
 
 
-def dequantize(blocks: np.ndarray, qtype: str, shape) -> np.ndarray:
+def dequantize(blocks: np.ndarray, qtype: str, shape, out: np.ndarray | None = None) -> np.ndarray:
     """The float32 values of quantized `blocks` of type `qtype`, as an array of `shape`.
 
     Bit-exact with ggml's `dequantize_row_<qtype>`. `shape`'s last axis must be a
-    whole number of blocks (32 values for q8_0, 256 for the k-quants).
+    whole number of blocks (32 values for q8_0, 256 for the k-quants). `out`, if
+    given, is a C-contiguous float32 array of `shape` to write into.
 
         >>> x = np.random.randn(2, 256).astype(np.float32)
         >>> y = dsl.ops.dequantize(dsl.ops.quantize(x, "q6_k"), "q6_k", x.shape)
@@ -47,11 +48,15 @@ def dequantize(blocks: np.ndarray, qtype: str, shape) -> np.ndarray:
     fmt = quant_format("dequantize", qtype)
     dims = check_shape("dequantize", fmt, shape)
     rows = block_rows("dequantize", fmt, blocks, dims)
-    out = np.empty((rows.shape[0], fmt.block), np.float32)
+    if out is None:
+        out = np.empty(dims, np.float32)
+    elif not (isinstance(out, np.ndarray) and out.dtype == np.float32 and out.shape == dims
+              and out.flags.c_contiguous and out.flags.writeable):
+        raise ValueError(f"dequantize: out must be a writable C-contiguous float32 array of shape {dims}")
     if rows.shape[0]:
         kernel = getattr(quant_library("quant_dequant"), f"dequantize_{fmt.name}")
-        kernel(*_views(rows, fmt.name), out)
-    return out.reshape(dims)
+        kernel(*_views(rows, fmt.name), out.reshape(rows.shape[0], fmt.block))
+    return out
 
 
 def quantize(x: np.ndarray, qtype: str) -> np.ndarray:

@@ -72,6 +72,14 @@ def test_interpreter_agrees(qtype):
     np.testing.assert_array_equal(bits(interpreted), bits(compiled))
 
 
+def test_into_out():
+    x = rows("gaussian", 2, 512)
+    blocks = ggml_ref.quantize(x, "q5_k")
+    out = np.full(x.shape, np.nan, np.float32)
+    assert dsl.ops.dequantize(blocks, "q5_k", x.shape, out=out) is out
+    np.testing.assert_array_equal(bits(out), bits(ggml_ref.dequantize(blocks, "q5_k", x.shape)))
+
+
 def test_empty():
     assert dsl.ops.dequantize(np.zeros(0, np.uint8), "q4_k", (0, 256)).shape == (0, 256)
 
@@ -82,6 +90,8 @@ def test_empty():
     (lambda: dsl.ops.dequantize(np.zeros(144, np.int8), "q4_k", (256,)), TypeError, "uint8"),
     (lambda: dsl.ops.dequantize(np.zeros(144, np.uint8), "q3_k", (256,)), ValueError, "unknown quantized type"),
     (lambda: dsl.ops.dequantize([0] * 144, "q4_k", (256,)), TypeError, "numpy"),
+    (lambda: dsl.ops.dequantize(np.zeros(144, np.uint8), "q4_k", (256,), out=np.empty(256, np.float64)),
+     ValueError, "out must be"),
 ])
 def test_bad_calls(call, error, words):
     with pytest.raises(error, match=words) as info:
