@@ -10,7 +10,7 @@ import pytest
 
 import dsl
 from dsl.ops.quant_formats import FORMATS
-from dsl.ops.quant_lanes import LANES, empty_lanes, to_lanes
+from dsl.ops.quant_lanes import LANES, to_lanes
 from dsl.ops.library import stdlib_library
 
 from quant_data import KINDS, QTYPES, interpret, rows
@@ -68,23 +68,9 @@ def test_llama_cpp_total_error_bound(qtype):
     assert np.sqrt(np.sum((y.astype(np.float64) - x) ** 2)) / n < 0.002
 
 
-def test_interpreter_agrees_q8_0_and_q4_k_search():
-    x = rows("heavy", 1, 32 * LANES, seed=2).reshape(LANES, 32)
-    xl = to_lanes(x)
-    compiled, interpreted = np.empty((1, LANES, 34), np.uint8), np.empty((1, LANES, 34), np.uint8)
-    dh_c, dh_i = empty_lanes(1, 1, np.float16), empty_lanes(1, 1, np.float16)
-    stdlib_library("quant_q8").quantize_q8_0(xl, dh_c, compiled)
-    interpret("quant_q8", "quantize_q8_0", xl, dh_i, interpreted)
-    np.testing.assert_array_equal(dh_c, dh_i)
-    np.testing.assert_array_equal(compiled[:, :, 2:], interpreted[:, :, 2:])
-
-    xl = to_lanes(rows("gaussian", LANES, 256, seed=4))
-    outs = [(empty_lanes(1, 256, np.uint8), empty_lanes(1, 8, np.float32), empty_lanes(1, 8, np.float32))
-            for _ in range(2)]
-    stdlib_library("quant_k").qkx2_search(xl, 15, -1.0, 20, *outs[0])
-    interpret("quant_k", "qkx2_search", xl, 15, -1.0, 20, *outs[1])
-    for a, b in zip(*outs):
-        np.testing.assert_array_equal(a, b)
+def test_interpreter_agrees_q8_0():
+    xl = to_lanes(rows("heavy", 1, 32 * LANES, seed=2).reshape(LANES, 32))
+    _both("quant_q8", "quantize_q8_0", [xl], [np.zeros((1, 1, LANES), np.float16), np.zeros((1, LANES, 34), np.uint8)])
 
 
 def test_empty():
@@ -103,3 +89,37 @@ def test_bad_calls(call, error, words):
     with pytest.raises(error, match=words) as info:
         call()
     assert "quantize" in str(info.value)
+
+
+def _both(module: str, kernel: str, inputs: list, outputs: list) -> list:
+    """Run one stage compiled and interpreted on copies of `outputs`; return the compiled outputs."""
+    compiled = [o.copy() for o in outputs]
+    interpreted = [o.copy() for o in outputs]
+    getattr(stdlib_library(module), kernel)(*inputs, *compiled)
+    interpret(module, kernel, *inputs, *interpreted)
+    for a, b in zip(compiled, interpreted):
+        np.testing.assert_array_equal(a, b, err_msg=f"{module}.{kernel}")
+    return compiled
+
+
+@pytest.mark.parametrize("nmax, rmin, nstep, pack", [(15, -1.0, 20, "pack_q4_k"), (31, -0.5, 15, "pack_q5_k")])
+def test_interpreter_agrees_k_stages(nmax, rmin, nstep, pack):
+    x = rows("mixed", LANES, 256, seed=8)
+    xl = to_lanes(x)
+    levels, scale, the_min = _both("quant_k", "qkx2_search", [xl, nmax, rmin, nstep],
+                                   [np.zeros((1, 256, LANES), np.uint8), np.zeros((1, 8, LANES), np.float32),
+                                    np.zeros((1, 8, LANES), np.float32)])
+    levels, _, _ = _both("quant_k", "final_levels", [xl, nmax, scale, the_min],
+                         [levels, np.zeros((1, 2, LANES), np.float16), np.zeros((1, 12, LANES), np.uint8)])
+    nbytes = 144 if nmax == 15 else 176
+    _both("quant_k", pack, [levels], [np.zeros((1, LANES, nbytes), np.uint8)])
+
+
+def test_interpreter_agrees_q6_k_and_q8_k():
+    xl = to_lanes(rows("heavy", LANES, 256, seed=9))
+    levels, scale = _both("quant_q6", "qx_search", [xl],
+                          [np.zeros((1, 256, LANES), np.uint8), np.zeros((1, 16, LANES), np.float32)])
+    _both("quant_q6", "pack_q6_k", [xl, scale],
+          [levels, np.zeros((1, 1, LANES), np.float16), np.zeros((1, LANES, 210), np.uint8)])
+    _both("quant_q8", "quantize_q8_k", [xl], [np.zeros((1, 1, LANES), np.float32),
+                                              np.zeros((1, 16, LANES), np.int16), np.zeros((1, LANES, 292), np.uint8)])
