@@ -30,11 +30,14 @@ def conversions(ggml: Ggml, qtype: str, x: np.ndarray, repeats: int) -> list[str
     same = "yes" if np.array_equal(ours_q, theirs_q) else "NO"
     y = np.empty_like(x)
     t_ref = median_seconds(lambda: ggml.quantize(x, qtype, theirs_q), repeats, 0.0)
-    t_ours = median_seconds(lambda: dsl.ops.quantize(x, qtype), repeats, 0.0)
+    cells = [qtype, f"{t_ref * 1e3:.0f}"]
+    for threads in (1, 2):
+        dsl.set_num_threads(threads)
+        t_ours = median_seconds(lambda: dsl.ops.quantize(x, qtype), repeats, 0.0)
+        cells += [f"{t_ours * 1e3:.0f}", f"{t_ref / t_ours:.1f}"]
     d_ref = median_seconds(lambda: ggml.dequantize(theirs_q, qtype, y), repeats)
     d_ours = median_seconds(lambda: dsl.ops.dequantize(theirs_q, qtype, x.shape, out=y), repeats)
-    return [qtype, f"{t_ref * 1e3:.0f}", f"{t_ours * 1e3:.0f}", f"{t_ref / t_ours:.1f}", same,
-            f"{d_ref * 1e3:.2f}", f"{d_ours * 1e3:.2f}", f"{d_ref / d_ours:.2f}"]
+    return cells + [same, f"{d_ref * 1e3:.2f}", f"{d_ours * 1e3:.2f}", f"{d_ref / d_ours:.2f}"]
 
 
 def matvecs(ggml: Ggml, qtype: str, w: np.ndarray, threads: int, repeats: int) -> list[str]:
@@ -66,10 +69,10 @@ def main(argv: list[str]) -> None:
     ggml = Ggml()
     w = np.random.default_rng(0).standard_normal((size, size)).astype(np.float32)
     print(f"# GGML formats, {size}x{size} f32 weights; {machine()}; medians of {repeats}")
-    print("\n## quantize (ggml's reference: 1 thread; dslc: 2 threads) and dequantize, ms\n")
-    dsl.set_num_threads(2)
+    print("\n## quantize (ggml's reference, 1 thread; dslc on 1 and 2 threads) and dequantize (2 threads), ms\n")
     rows = [conversions(ggml, t, w, repeats) for t in TYPES]
-    print(table(["type", "ggml q", "dslc q", "x", "same bytes", "ggml dq", "dslc dq", "x"], rows))
+    print(table(["type", "ggml q", "dslc q 1t", "x", "dslc q 2t", "x", "same bytes", "ggml dq", "dslc dq", "x"],
+                rows))
     print("\n## matrix-vector product y = W x (x quantized each call, as ggml does), ms\n")
     rows = [matvecs(ggml, t, w, threads, repeats) for t in TYPES for threads in (1, 2)]
     print(table(["type", "threads", "ggml L3", "dslc L3", "x", "ggml DRAM", "dslc DRAM", "x", "max rel diff"],
