@@ -31,7 +31,7 @@ _FACE = {
     "Dim": ("dsl.dtypes", "Dim"),
 }
 
-_SUBMODULES = ("ops",)
+_SUBMODULES = ("ops", "gguf")
 
 
 def __getattr__(name: str):

@@ -379,6 +379,7 @@ class KernelOptions:
 
     reassociate: bool = False  # allow reordering float reductions
     inplace: bool = False  # outputs may alias inputs elementwise
+    contract: bool = True  # allow fusing a*b+c into one FMA (False: every op rounds, as in C without FMA)
 
 
 @dataclass(frozen=True, slots=True)

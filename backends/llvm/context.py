@@ -55,8 +55,8 @@ class FunctionContext:
         # scratch buffer -> (pointer slot, null until allocated; the site's cache global)
         self.scratch_slots: dict[TensorParam, tuple[ir.AllocaInstr, ir.GlobalVariable]] = {}
         self._exit: tuple[ir.Block, ir.PhiInstr] | None = None
-        reassoc = kernel.options.reassociate
-        self.fmf: tuple[str, ...] = ("contract", "reassoc") if reassoc else ("contract",)
+        opts = kernel.options
+        self.fmf: tuple[str, ...] = (("contract",) if opts.contract else ()) + (("reassoc",) if opts.reassociate else ())
 
     def slot(self, sym: Sym) -> ir.AllocaInstr:
         """The stack slot of `sym`, created in the entry block on first use."""

@@ -78,6 +78,8 @@ def emit_cast(cx: FunctionContext, v: ir.Value, src: ScalarType, dst: ScalarType
         return bld.uitofp(v, dty) if dst.is_float else bld.zext(v, dty)
     if src.is_float and dst.is_float:
         return bld.fpext(v, dty) if dst.bits > src.bits else bld.fptrunc(v, dty)
+    if src.is_float and isinstance(v.type, ir.VectorType):
+        return _saturate_lanes(cx, v, dst, dty)
     if src.is_float:
         kind = "fptosi" if dst.is_signed else "fptoui"
         name = f"llvm.{kind}.sat.{intrinsic_suffix(dty)}.{intrinsic_suffix(v.type)}"
@@ -95,3 +97,25 @@ def _int_resize(bld: ir.IRBuilder, v: ir.Value, src: ScalarType, dty: ir.Type) -
     if want < have:
         return bld.trunc(v, dty)
     return bld.sext(v, dty) if src.is_signed else bld.zext(v, dty)
+
+
+def _saturate_lanes(cx: FunctionContext, v: ir.Value, dst: ScalarType, dty: ir.Type) -> ir.Value:
+    """float vector -> int vector with llvm.fpto[su]i.sat's meaning, as selects
+    around a plain conversion: x86 has no saturating vector conversion, and LLVM
+    turns the intrinsic on a vector into one branchy scalar conversion per lane.
+
+    Lanes in [lo, hi) convert (truncating); the others are replaced by 0 before
+    converting, so the conversion never sees a value out of its range, then get
+    MIN (below lo), MAX (at or above hi), or stay 0 (NaN).
+    """
+    bld = cx.builder
+    width = scalar_of(dty).width
+    lo, hi = (-(2 ** (width - 1)), 2 ** (width - 1)) if dst.is_signed else (0, 2 ** width)
+    below = bld.fcmp_ordered("<", v, float_const(v.type, float(lo)))
+    above = bld.fcmp_ordered(">=", v, float_const(v.type, float(hi)))
+    inside = bld.and_(bld.fcmp_ordered(">=", v, float_const(v.type, float(lo))),
+                      bld.fcmp_ordered("<", v, float_const(v.type, float(hi))))
+    safe = bld.select(inside, v, float_const(v.type, 0.0))
+    out = bld.fptosi(safe, dty) if dst.is_signed else bld.fptoui(safe, dty)
+    out = bld.select(above, int_const(dty, hi - 1), out)
+    return bld.select(below, int_const(dty, lo), out)

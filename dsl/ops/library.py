@@ -18,7 +18,8 @@ from dsl.cache import DiskCache, make_key
 from dsl.library import Library
 
 _STDLIB_DIR = Path(__import__("dsl.stdlib", fromlist=["x"]).__file__).parent
-_loaded: dict[tuple[str, str], Library] = {}
+_loaded: dict[tuple[str, str], Library] = {}  # by (name, cache key)
+_requested: dict[tuple[str, object], Library] = {}  # by (name, options as asked)
 _lock = threading.Lock()
 
 
@@ -52,12 +53,19 @@ def stdlib_library(name: str, options: options_mod.CompileOptions | None = None)
     """The loaded library of `stdlib/<name>.tk`, compiled on first use.
 
     `options` defaults to the environment's (`DSL_CACHE_DIR`, ...), host target.
+    Once loaded, a library is found by (name, options) alone, in well under a
+    microsecond: the sources are read and hashed, and the environment consulted,
+    once per process (the code does not depend on the cache's location).
     """
+    lib = _requested.get((name, options))
+    if lib is not None:
+        return lib
     opts = options_mod.from_env(options)
     key = _key(name, opts)
     with _lock:
         lib = _loaded.get((name, key))
         if lib is not None:
+            _requested[(name, options)] = lib
             return lib
         if opts.use_cache:
             cache = DiskCache(options_mod.default_cache_dir(opts))
@@ -66,4 +74,5 @@ def stdlib_library(name: str, options: options_mod.CompileOptions | None = None)
             path = _build(name, opts, Path(tempfile.mkdtemp(prefix="dslc-")) / f"{name}.so")
         lib = Library(path)
         _loaded[(name, key)] = lib
+        _requested[(name, options)] = lib
         return lib

@@ -21,7 +21,7 @@ from .stmts import StmtChecker
 from .writes import written_params
 
 KNOWN_DECORATORS = ("options", "schedule")
-OPTION_NAMES = ("reassociate", "inplace")
+OPTION_NAMES = ("reassociate", "inplace", "contract")
 
 
 def is_kernel(fn: ast.FunctionDef) -> bool:

@@ -490,6 +490,12 @@ def test_float_flags_contract_only_by_default():
     assert "noalias" not in reassoc
 
 
+def test_contract_false_drops_the_contract_flag():
+    # @options(contract=False): every float op rounds on its own, as C built without FMA does
+    text = checked_ir([saxpy_kernel(KernelOptions(contract=False))])
+    assert "fmul float" in text and "fadd float" in text and "contract" not in text
+
+
 def test_divisor_guards_only_when_needed():
     t = I32
     by_var = elementwise("dv", [("a", t), ("b", t)], t, lambda a, b: Binary("//", a, b, t))

@@ -17,6 +17,7 @@ def stdlib_dir(tmp_path, monkeypatch):
     (tmp_path / "axpy.tk").write_text(SAXPY)
     monkeypatch.setattr(library, "_STDLIB_DIR", tmp_path)
     monkeypatch.setattr(library, "_loaded", {})
+    monkeypatch.setattr(library, "_requested", {})
     return tmp_path
 
 
@@ -32,6 +33,9 @@ def test_builds_loads_and_memoizes(stdlib_dir):
 def test_changed_source_is_rebuilt(stdlib_dir):
     first = library.stdlib_library("axpy")
     (stdlib_dir / "axpy.tk").write_text(SAXPY.replace("alpha * x[i]", "alpha * x[i] * 2.0"))
+    assert library.stdlib_library("axpy") is first  # sources are read once per process
+    library._loaded.clear()  # a new process
+    library._requested.clear()
     second = library.stdlib_library("axpy")
     assert second is not first
     x = np.ones(3, np.float32)

@@ -1,0 +1,83 @@
+"""GGML's quantized formats: dsl.ops against ggml itself (the libggml-python
+wheel), interleaved in one process. Prints, per type, quantize and dequantize
+of a 4096x4096 matrix (ggml's reference code, as ggml_quantize_chunk runs it
+without an importance matrix) and the fused matrix-vector product at 1 and 2
+threads, weights cache-resident (one matrix) and streaming from DRAM (a
+rotation of matrices larger than the last-level cache).
+
+    python benchmarks/quant.py [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+import numpy as np
+
+import dsl
+from common import machine, median_seconds, table
+from ggml_ctypes import Ggml
+
+TYPES = ("q8_0", "q4_k", "q5_k", "q6_k")
+STREAM_BYTES = 160 << 20  # more than the last-level cache of the machines we run on
+
+
+def conversions(ggml: Ggml, qtype: str, x: np.ndarray, repeats: int) -> list[str]:
+    ours_q = dsl.ops.quantize(x, qtype)
+    theirs_q = np.empty_like(ours_q)
+    ggml.quantize(x, qtype, theirs_q)
+    same = "yes" if np.array_equal(ours_q, theirs_q) else "NO"
+    y = np.empty_like(x)
+    t_ref = median_seconds(lambda: ggml.quantize(x, qtype, theirs_q), repeats, 0.0)
+    cells = [qtype, f"{t_ref * 1e3:.0f}"]
+    for threads in (1, 2):
+        dsl.set_num_threads(threads)
+        t_ours = median_seconds(lambda: dsl.ops.quantize(x, qtype), repeats, 0.0)
+        cells += [f"{t_ours * 1e3:.0f}", f"{t_ref / t_ours:.1f}"]
+    d_ref = median_seconds(lambda: ggml.dequantize(theirs_q, qtype, y), repeats)
+    d_ours = median_seconds(lambda: dsl.ops.dequantize(theirs_q, qtype, x.shape, out=y), repeats)
+    return cells + [same, f"{d_ref * 1e3:.2f}", f"{d_ours * 1e3:.2f}", f"{d_ref / d_ours:.2f}"]
+
+
+def matvecs(ggml: Ggml, qtype: str, w: np.ndarray, threads: int, repeats: int) -> list[str]:
+    n, k = w.shape
+    wq = dsl.ops.quantize(w, qtype)
+    copies = max(1, STREAM_BYTES // wq.nbytes)
+    stream = [wq.copy() for _ in range(copies)]
+    x = np.random.default_rng(1).standard_normal(k).astype(np.float32)
+    y = np.empty(n, np.float32)
+    theirs = ggml.matvec(qtype, n, k, threads)
+    dsl.set_num_threads(threads)
+    cells = [qtype, str(threads)]
+    for weights in ([wq], stream):
+        turn = iter(range(1 << 62))
+        ref = median_seconds(lambda: theirs(weights[next(turn) % len(weights)], x, y), repeats)
+        ours = median_seconds(lambda: dsl.ops.qmatvec(weights[next(turn) % len(weights)], x, qtype, w.shape),
+                              repeats)
+        cells += [f"{ref * 1e3:.3f}", f"{ours * 1e3:.3f}", f"{ref / ours:.2f}"]
+    theirs(wq, x, y)
+    err = np.abs(dsl.ops.qmatvec(wq, x, qtype, w.shape) - y).max() / np.abs(y).max()
+    return cells + [f"{err:.1e}"]
+
+
+def main(argv: list[str]) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="1024x1024 and fewer repeats")
+    args = parser.parse_args(argv)
+    size, repeats = (1024, 3) if args.quick else (4096, 5)
+    ggml = Ggml()
+    w = np.random.default_rng(0).standard_normal((size, size)).astype(np.float32)
+    print(f"# GGML formats, {size}x{size} f32 weights; {machine()}; medians of {repeats}")
+    print("\n## quantize (ggml's reference, 1 thread; dslc on 1 and 2 threads) and dequantize (2 threads), ms\n")
+    rows = [conversions(ggml, t, w, repeats) for t in TYPES]
+    print(table(["type", "ggml q", "dslc q 1t", "x", "dslc q 2t", "x", "same bytes", "ggml dq", "dslc dq", "x"],
+                rows))
+    print("\n## matrix-vector product y = W x (x quantized each call, as ggml does), ms\n")
+    rows = [matvecs(ggml, t, w, threads, repeats) for t in TYPES for threads in (1, 2)]
+    print(table(["type", "threads", "ggml L3", "dslc L3", "x", "ggml DRAM", "dslc DRAM", "x", "max rel diff"],
+                rows))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,136 @@
+"""GGML's block-quantized formats (q8_0, q4_k, q5_k, q6_k, q8_k): the Python face.
+
+    blocks = dsl.ops.quantize(x, "q4_k")              # uint8, bytes as ggml writes them
+    y = dsl.ops.dequantize(blocks, "q4_k", x.shape)   # float32, bit-exact with ggml
+
+The kernels are in `stdlib/quant_*.tk`; they read the block bytes through
+several numpy views of one buffer (u8 / i8 for quants and packed scales, f16
+or f32 for the block scales), so nothing is copied on the way in.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .quant_formats import FORMATS, block_rows, check_shape, quant_format, quant_library
+from .quant_lanes import LANES, empty_lanes, from_lanes, groups_of, to_lanes
+
+from .quant_matmul import qmatmul, qmatvec
+
+__all__ = ["quantize", "dequantize", "qmatvec", "qmatmul", "QUANT_TYPES"]
+
+QUANT_TYPES = tuple(FORMATS)
+
+
+def _views(rows: np.ndarray, qtype: str) -> tuple[np.ndarray, ...]:
+    """The typed views of block rows that `dequantize_<qtype>` takes before its output."""
+    match qtype:
+        case "q8_0":
+            return rows.view(np.int8), rows.view(np.float16)
+        case "q8_k":
+            return rows.view(np.int8), rows.view(np.float32)
+        case "q6_k":
+            return rows, rows.view(np.int8), rows.view(np.float16)
+        case _:
+            return rows, rows.view(np.float16)
+
+
+def dequantize(blocks: np.ndarray, qtype: str, shape, out: np.ndarray | None = None) -> np.ndarray:
+    """The float32 values of quantized `blocks` of type `qtype`, as an array of `shape`.
+
+    Bit-exact with ggml's `dequantize_row_<qtype>`. `shape`'s last axis must be a
+    whole number of blocks (32 values for q8_0, 256 for the k-quants). `out`, if
+    given, is a C-contiguous float32 array of `shape` to write into.
+
+        >>> x = np.random.randn(2, 256).astype(np.float32)
+        >>> y = dsl.ops.dequantize(dsl.ops.quantize(x, "q6_k"), "q6_k", x.shape)
+    """
+    fmt = quant_format("dequantize", qtype)
+    dims = check_shape("dequantize", fmt, shape)
+    rows = block_rows("dequantize", fmt, blocks, dims)
+    if out is None:
+        out = np.empty(dims, np.float32)
+    elif not (isinstance(out, np.ndarray) and out.dtype == np.float32 and out.shape == dims
+              and out.flags.c_contiguous and out.flags.writeable):
+        raise ValueError(f"dequantize: out must be a writable C-contiguous float32 array of shape {dims}")
+    if rows.shape[0]:
+        kernel = getattr(quant_library("quant_dequant"), f"dequantize_{fmt.name}")
+        kernel(*_views(rows, fmt.name), out.reshape(rows.shape[0], fmt.block))
+    return out
+
+
+def quantize(x: np.ndarray, qtype: str) -> np.ndarray:
+    """`x` (float32, rows a whole number of blocks) in GGML's `qtype` blocks, as uint8.
+
+    The result has x's shape with the last axis in bytes (x.shape[-1] / block *
+    bytes per block), byte for byte what ggml's `quantize_row_<qtype>_ref` writes
+    (ggml_quantize_chunk without an importance matrix).
+
+        >>> x = np.random.randn(4, 512).astype(np.float32)
+        >>> dsl.ops.quantize(x, "q4_k").shape
+        (4, 288)
+    """
+    fmt = quant_format("quantize", qtype)
+    if not isinstance(x, np.ndarray):
+        raise TypeError(f"quantize: x must be a numpy float32 array, not {type(x).__name__}")
+    if x.dtype != np.float32:
+        raise TypeError(f"quantize: x must have dtype float32, not {x.dtype}")
+    dims = check_shape("quantize", fmt, x.shape)
+    rows = np.ascontiguousarray(x).reshape(-1, fmt.block)
+    count = rows.shape[0]
+    out = np.empty((groups_of(count) * LANES, fmt.nbytes), np.uint8)
+    if count:
+        blocks = out.reshape(-1, LANES, fmt.nbytes)
+        _QUANTIZERS[fmt.name](to_lanes(rows), blocks, out[:count])
+    return out[:count].reshape(*dims[:-1], dims[-1] // fmt.block * fmt.nbytes)
+
+
+def _quantize_k(xl: np.ndarray, blocks: np.ndarray, out: np.ndarray, nmax: int, rmin: float, nstep: int) -> None:
+    """q4_K (nmax 15) or q5_K (nmax 31): the search, the block scales, the packing."""
+    lib = quant_library("quant_k")
+    groups, count = xl.shape[0], out.shape[0]
+    levels = empty_lanes(groups, 256, np.uint8)
+    scale = empty_lanes(groups, 8, np.float32)
+    the_min = empty_lanes(groups, 8, np.float32)
+    lib.qkx2_search(xl, nmax, rmin, nstep, levels, scale, the_min)
+    dm = empty_lanes(groups, 2, np.float16)
+    sb = empty_lanes(groups, 12, np.uint8)
+    lib.final_levels(xl, nmax, scale, the_min, levels, dm, sb)
+    (lib.pack_q4_k if nmax == 15 else lib.pack_q5_k)(levels, blocks)
+    out[:, 0:4] = from_lanes(dm, count).view(np.uint8)
+    out[:, 4:16] = from_lanes(sb, count)
+
+
+def _quantize_q6_k(xl: np.ndarray, blocks: np.ndarray, out: np.ndarray) -> None:
+    lib = quant_library("quant_q6")
+    groups = xl.shape[0]
+    levels = empty_lanes(groups, 256, np.uint8)
+    scale = empty_lanes(groups, 16, np.float32)
+    lib.qx_search(xl, levels, scale)
+    dh = empty_lanes(groups, 1, np.float16)
+    lib.pack_q6_k(xl, scale, levels, dh, blocks)
+    out[:, 208:210] = from_lanes(dh, out.shape[0]).view(np.uint8)
+
+
+def _quantize_q8_0(xl: np.ndarray, blocks: np.ndarray, out: np.ndarray) -> None:
+    dh = empty_lanes(xl.shape[0], 1, np.float16)
+    quant_library("quant_q8").quantize_q8_0(xl, dh, blocks)
+    out[:, 0:2] = from_lanes(dh, out.shape[0]).view(np.uint8)
+
+
+def _quantize_q8_k(xl: np.ndarray, blocks: np.ndarray, out: np.ndarray) -> None:
+    groups, count = xl.shape[0], out.shape[0]
+    d = empty_lanes(groups, 1, np.float32)
+    bsums = empty_lanes(groups, 16, np.int16)
+    quant_library("quant_q8").quantize_q8_k(xl, d, bsums, blocks)
+    out[:, 0:4] = from_lanes(d, count).view(np.uint8)
+    out[:, 260:292] = from_lanes(bsums, count).view(np.uint8)
+
+
+_QUANTIZERS = {
+    "q8_0": _quantize_q8_0,
+    "q4_k": lambda xl, blocks, out: _quantize_k(xl, blocks, out, 15, -1.0, 20),
+    "q5_k": lambda xl, blocks, out: _quantize_k(xl, blocks, out, 31, -0.5, 15),
+    "q6_k": _quantize_q6_k,
+    "q8_k": _quantize_q8_k,
+}

@@ -1,0 +1,46 @@
+"""Blocks in lanes: the layout the quantizers of `stdlib/quant_*.tk` work in.
+
+A quantizer runs LANES blocks at once, one per vector lane, so it reads x
+regrouped as [groups, values per block, LANES] (value k of block LANES * g + b
+at [g, k, b]; `stdlib/quant_lanes.tk` does the regrouping) and writes its
+bytes straight into the blocks, [groups, LANES, bytes per block]. A last,
+partial group is padded with zero blocks, whose bytes are dropped. The small
+fields (f16 scales, q8_K's bsums) come back in lanes, [groups, n, LANES].
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .quant_formats import quant_library
+
+
+LANES = 16  # the `16` of the kernels' signatures
+
+
+def groups_of(count: int) -> int:
+    return -(-count // LANES)
+
+
+def to_lanes(rows: np.ndarray) -> np.ndarray:
+    """float32 [blocks, n] (C-contiguous) -> [groups, n, LANES], zero-padded."""
+    count, n = rows.shape
+    groups = groups_of(count)
+    if count % LANES:
+        padded = np.zeros((groups * LANES, n), np.float32)
+        padded[:count] = rows
+        rows = padded
+    out = np.empty((groups, n, LANES), np.float32)
+    quant_library("quant_lanes").lanes_f32(rows.reshape(groups, LANES, n), out)
+    return out
+
+
+def from_lanes(arr: np.ndarray, count: int) -> np.ndarray:
+    """[groups, n, LANES] -> [count, n]: the first `count` blocks' values (small fields only)."""
+    groups, n, _ = arr.shape
+    return np.ascontiguousarray(arr.transpose(0, 2, 1).reshape(groups * LANES, n)[:count])
+
+
+def empty_lanes(groups: int, n: int, dtype) -> np.ndarray:
+    """A small output field in lanes: [groups, n, LANES] of `dtype`."""
+    return np.empty((groups, n, LANES), dtype)

@@ -1,0 +1,68 @@
+"""dsl.ops.qmatvec / qmatmul: within llama.cpp's bounds — NMSE <= 5e-4 against
+float64 products with the dequantized weights (test-backend-ops' mul_mat bound),
+and test-quantize-fns' dot-product error < 0.02."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import dsl
+
+from quant_data import rows
+
+PRODUCT_TYPES = ("q8_0", "q4_k", "q5_k", "q6_k")
+
+
+def nmse(got: np.ndarray, want: np.ndarray) -> float:
+    return float(np.sum((got.astype(np.float64) - want) ** 2) / np.sum(want ** 2))
+
+
+@pytest.mark.parametrize("qtype", PRODUCT_TYPES)
+@pytest.mark.parametrize("kind", ("gaussian", "uniform", "heavy"))
+@pytest.mark.parametrize("m, n, k", [(1, 7, 512), (3, 33, 768), (5, 16, 256)])
+def test_qmatmul_nmse(qtype, kind, m, n, k):
+    w = rows(kind, n, k, seed=n)
+    x = rows("gaussian", m, k, seed=m + 100)
+    wq = dsl.ops.quantize(w, qtype)
+    want = x.astype(np.float64) @ dsl.ops.dequantize(wq, qtype, w.shape).astype(np.float64).T
+    got = dsl.ops.qmatmul(x, wq, qtype, w.shape)
+    assert got.shape == (m, n) and got.dtype == np.float32
+    assert nmse(got, want) <= 5e-4
+    vec = dsl.ops.qmatvec(wq, x[0], qtype, w.shape)
+    assert vec.shape == (n,) and nmse(vec, want[0]) <= 5e-4
+    # the same product whichever way it is asked for
+    np.testing.assert_array_equal(vec, got[0])
+
+
+@pytest.mark.parametrize("qtype", PRODUCT_TYPES)
+def test_llama_cpp_dot_product_error(qtype):
+    # test-quantize-fns: 0.1 + 2 cos(i) and 0.1 + 2 cos(i + 1), n = 4096, |dot - ref| / n < 0.02
+    n = 4096
+    i = np.arange(n, dtype=np.float64)
+    a = (0.1 + 2 * np.cos(i)).astype(np.float32)
+    b = (0.1 + 2 * np.cos(i + 1.0)).astype(np.float32)
+    got = dsl.ops.qmatvec(dsl.ops.quantize(a[None, :], qtype), b, qtype, (1, n))
+    assert abs(float(got[0]) - float(np.dot(a.astype(np.float64), b))) / n < 0.02
+
+
+def test_zero_rows_and_columns():
+    wq = dsl.ops.quantize(np.zeros((0, 256), np.float32), "q4_k")
+    assert dsl.ops.qmatvec(wq, np.ones(256, np.float32), "q4_k", (0, 256)).shape == (0,)
+    wq = dsl.ops.quantize(np.ones((3, 256), np.float32), "q4_k")
+    assert dsl.ops.qmatmul(np.ones((0, 256), np.float32), wq, "q4_k", (3, 256)).shape == (0, 3)
+
+
+@pytest.mark.parametrize("call, error, words", [
+    (lambda wq: dsl.ops.qmatvec(wq, np.ones(300, np.float32), "q4_k", (2, 256)), ValueError, "K = 256"),
+    (lambda wq: dsl.ops.qmatvec(wq, np.ones(256, np.float64), "q4_k", (2, 256)), TypeError, "float32"),
+    (lambda wq: dsl.ops.qmatmul(np.ones(256, np.float32), wq, "q4_k", (2, 256)), ValueError, r"\[M, K\]"),
+    (lambda wq: dsl.ops.qmatvec(wq, np.ones(256, np.float32), "q4_k", (3, 256)), ValueError, "takes 432"),
+    (lambda wq: dsl.ops.qmatvec(wq, np.ones(256, np.float32), "q8_k", (2, 256)), ValueError, "no fused product"),
+    (lambda wq: dsl.ops.qmatvec(wq, np.ones(200, np.float32), "q4_k", (2, 200)), ValueError, "whole number"),
+])
+def test_bad_calls(call, error, words):
+    wq = dsl.ops.quantize(np.ones((2, 256), np.float32), "q4_k")
+    with pytest.raises(error, match=words) as info:
+        call(wq)
+    assert "qmat" in str(info.value)
