@@ -64,8 +64,9 @@ def _scale(a: Linear, factor: int) -> Linear:
     return {k: v * factor for k, v in a.items()}
 
 
-def _extreme(form: Linear, loops: list[LoopRange], largest: bool) -> Linear | None:
-    """The largest (or smallest) value of `form` over the loops' ranges."""
+def _extreme(form: Linear, loops: list[LoopRange], largest: bool, free: bool = False) -> Linear | None:
+    """The largest (or smallest) value of `form` over the loops' ranges: in
+    dims and constants only, or (`free`) also in variables of other loops."""
     for loop in reversed(loops):
         coef = form.get(loop.var, 0)
         if not coef:
@@ -77,9 +78,20 @@ def _extreme(form: Linear, loops: list[LoopRange], largest: bool) -> Linear | No
             return None
         rest = {k: v for k, v in form.items() if k is not loop.var}
         form = _add(rest, _scale(end, coef), 1)
-    if any(isinstance(k, ir.Sym) and k.role != "dim" for k in form):
+    if not free and any(isinstance(k, ir.Sym) and k.role != "dim" for k in form):
         return None
     return form
+
+
+def to_expr(form: Linear) -> ir.Expr:
+    """A linear form back as an i64 expression (folded as it is built)."""
+    from .arith import add, i64, mul
+
+    out: ir.Expr = i64(form.get(1, 0))
+    for key, coef in form.items():
+        if key != 1 and coef:
+            out = add(out, mul(ir.Var(key), i64(coef)))
+    return out
 
 
 def _bounds(loop: LoopRange) -> tuple[Linear | None, Linear | None]:

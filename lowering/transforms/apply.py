@@ -15,10 +15,11 @@ from .. import ir
 from ..verify import verify
 from ..machine import Machine
 from ..schedule_space import pick as pick_candidate
-from . import auto_parallel, contract, fuse, hoist, if_convert, parallel, reorder, split, tile, unroll, vectorize
+from . import (auto_parallel, contract, fuse, hoist, if_convert, pack_operand, parallel, reorder, split, tile, unroll,
+               vectorize)
 from .nest import ScheduleError
 
-PASSES = {p.name: p for p in (split, tile, reorder, unroll, parallel, fuse, vectorize, hoist, contract)}
+PASSES = {p.name: p for p in (split, tile, reorder, unroll, parallel, fuse, vectorize, hoist, pack_operand, contract)}
 PRINTABLE = (*PASSES, "auto")  # names `--print-after` accepts for the schedule's passes
 
 

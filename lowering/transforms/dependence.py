@@ -129,7 +129,8 @@ def separated_by(body, var: ir.Sym, what: str, span) -> None:
         found.setdefault(tensor, []).append((indices, ranges))
         if store:
             written.add(tensor)
-    for tensor in written:
+    private = {s.buffer for s in walk_stmts(body) if isinstance(s, ir.Alloc)}  # one per iteration
+    for tensor in written - private:
         if not any(_separating(found[tensor], axis, var, changing) for axis in range(tensor.rank)):
             raise ScheduleError(span, f"cannot {what}: iterations may touch the same elements of "
                                 f"'{tensor.name}' (no axis is indexed by the loop alone)",
