@@ -15,9 +15,10 @@ axis, so the micro-kernel's vectors run along C's rows. Around this core:
   batch-reduce loops of a BRGEMM: every one of them sums into the same C tile;
 - the store may accumulate, `C[..] = C[..] + sum` (what `C[m, n] += sum(..)`
   lowers to), so the sum starts from C instead of 0;
-- or it may apply an epilogue to the sum, `C[..] = f(sum)` (`relu(sum(..) + bias[n])`,
-  helpers inlined into locals first), which runs once per element, on the
-  last visit of each C tile; it may read other tensors but not C;
+- it may apply an epilogue to the sum, `C[..] = f(sum)` (`relu(sum(..) + bias[n])`,
+  helpers inlined into locals first), or to the accumulated sum,
+  `C[..] = f(C[..] + sum)`, which runs once per element, on the last visit
+  of each C tile; it may read other tensors, and C only in that `C[..] + sum`;
 - loops around the nest whose body is just the nest are batch loops (found
   by `contract.batch_loops`).
 
@@ -27,10 +28,10 @@ one (for `--remarks` and for the `contract` directive's diagnostic).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .. import ir
-from ..rewrite import walk_expr
+from ..rewrite import map_expr, walk_expr
 from ..types import F32, F64, ScalarType, value_type
 from .nest import substitute_expr
 
@@ -132,12 +133,16 @@ def _inline_locals(between: list, value: ir.Expr) -> ir.Expr | None:
 
 def _finish(store: ir.Store, value: ir.Expr, acc: ir.Sym, reduced: set[ir.Sym]):
     """(accumulate, epilogue) for the stored `value`, or why it cannot be fused."""
-    match value:
-        case ir.Var(sym) if sym is acc:
-            return False, None
-        case ir.Binary("+", ir.Load() as old, ir.Var(sym)) | ir.Binary("+", ir.Var(sym), ir.Load() as old) \
-                if sym is acc and _same_element(old, store):
-            return True, None
+    uses_of_acc = sum(1 for e in walk_expr(value) if isinstance(e, ir.Var) and e.sym is acc)
+    if uses_of_acc == 0:
+        return "the sum is not stored"
+    accumulate = False
+    if uses_of_acc == 1:  # C[..] + sum, anywhere in the value: the sum starts from C
+        found: list[ir.Expr] = []
+        value = map_expr(value, lambda e: _started_from_c(e, store, acc, found))
+        accumulate = bool(found)
+    if isinstance(value, ir.Var) and value.sym is acc:
+        return accumulate, None
     for e in walk_expr(value):
         match e:
             case ir.Load(tensor=tensor) if tensor is store.tensor:
@@ -152,13 +157,28 @@ def _finish(store: ir.Store, value: ir.Expr, acc: ir.Sym, reduced: set[ir.Sym]):
                 return "the value stored depends on a local assigned before the sum"
             case ir.Reduce() | ir.HReduce() | ir.Ramp() | ir.Broadcast():
                 return "the value stored is not a plain expression of the sum"
-    if not any(isinstance(e, ir.Var) and e.sym is acc for e in walk_expr(value)):
-        return "the sum is not stored"
-    return False, value
+    return accumulate, value
+
+
+def _started_from_c(e: ir.Expr, store: ir.Store, acc: ir.Sym, found: list) -> ir.Expr:
+    """`C[..] + sum` (the element stored) becomes `sum`, noted in `found`."""
+    match e:
+        case ir.Binary("+", ir.Load() as old, ir.Var(sym)) | ir.Binary("+", ir.Var(sym), ir.Load() as old) \
+                if sym is acc and _same_element(old, store):
+            found.append(e)
+            return ir.Var(acc, e.span)
+    return e
 
 
 def _same_element(load: ir.Load, store: ir.Store) -> bool:
-    return load.tensor is store.tensor and load.mask is None and load.indices == store.indices
+    """Does `load` read the element `store` writes (same index expressions,
+    wherever they were written)?"""
+    return load.tensor is store.tensor and load.mask is None and \
+        tuple(map(_unspanned, load.indices)) == tuple(map(_unspanned, store.indices))
+
+
+def _unspanned(e: ir.Expr) -> ir.Expr:
+    return map_expr(e, lambda n: replace(n, span=None) if getattr(n, "span", None) is not None else n)
 
 
 def _plain(loop: ir.For) -> bool:
