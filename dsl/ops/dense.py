@@ -18,9 +18,10 @@ import numpy as np
 
 from .arrays import (SUFFIX, as_array, check_float_dtype, check_out, finish, kernel_view, merge_axes,
                      writable_target)
+from .einsum import contract
 from .library import stdlib_library
 
-__all__ = ["brgemm", "matmul", "matvec"]
+__all__ = ["brgemm", "contract", "matmul", "matvec"]
 
 _SIGNATURE = "(n?,k),(k,m?)->(n?,m?)"
 
