@@ -32,6 +32,10 @@ from ..rewrite import map_expr, walk_expr
 from .nest import substitute_expr
 
 
+# Intrinsics that become a library call per lane (too large to unroll per accumulator).
+LIBRARY_CALLS = frozenset({"exp", "log", "tanh", "erf"})
+
+
 class Packed:
     """Operands read from the packed panels Ap (at a0) and Bp (at b0)."""
 
@@ -127,13 +131,36 @@ def tile_body(c: Contraction, t: MicroTile, at: dict, kc: ir.Expr, first_panel: 
     zero = [ir.Assign(a, ir.Const(0.0, dtype)) for row in acc for a in row]
     init = ir.If(first_panel, tuple(zero), tuple(each(load_c))) if not c.accumulate else each(load_c)[0]
     store = each(store_c)
-    if c.epilogue is not None:
+    if c.epilogue is not None and _calls_library(c.epilogue):
+        # exp, erf, ... are calls per lane: once per row of the tile, from C
+        # (still in L1), not unrolled over every accumulator.
+        finish = [_epilogue_rows(c, t, at, column)]
+        store = store + (finish if last_panel is None else [ir.If(last_panel, tuple(finish))])
+    elif c.epilogue is not None:
         finished = each(store_epilogue)
         store = finished if last_panel is None else [ir.If(last_panel, tuple(finished), tuple(store))]
     k_loop = [_k_loop(c, t, operands, kc, acc)]
     if at.get("br_loops"):
         k_loop = _around(k_loop, c.br, at["br"])
     return [init, *_prefetch_next(c, t, at), *k_loop, *store]
+
+
+def _calls_library(e: ir.Expr) -> bool:
+    return any(isinstance(x, ir.Unary) and x.op in LIBRARY_CALLS for x in walk_expr(e))
+
+
+def _epilogue_rows(c: Contraction, t: MicroTile, at: dict, column) -> ir.For:
+    """for r in range(rows): C[m0 + r, tile's columns] = f(C[..]), masked to C."""
+    r = ir.Sym("r", I64, "loop")
+    body = []
+    for v in range(t.vectors):
+        where = {c.m.var: add(at["m0"], ir.Var(r)), c.n.var: column(v)}
+        indices = tuple(substitute_expr(x, where) for x in c.store.indices)
+        mask = ir.Binary("<", column(v), at["N"], BOOL)
+        now = ir.Load(c.store.tensor, indices, c.dtype, safe=True, mask=mask)
+        value = _epilogue(c, {**where, c.acc: now}, mask)
+        body.append(ir.Store(c.store.tensor, indices, value, c.store.span, safe=True, mask=mask))
+    return ir.For(r, i64(0), at["rows"], 1, tuple(body), "epilogue", span=c.store.span)
 
 
 def _epilogue(c: Contraction, where: dict, mask: ir.Expr | None) -> ir.Expr:
