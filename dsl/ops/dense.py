@@ -20,8 +20,9 @@ from .arrays import (SUFFIX, as_array, check_float_dtype, check_out, finish, ker
                      writable_target)
 from .einsum import contract
 from .library import stdlib_library
+from .permute import permute
 
-__all__ = ["brgemm", "contract", "matmul", "matvec"]
+__all__ = ["brgemm", "contract", "matmul", "matvec", "permute"]
 
 _SIGNATURE = "(n?,k),(k,m?)->(n?,m?)"
 
