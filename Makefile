@@ -25,7 +25,7 @@ test: venv
 
 bench: venv
 	$(PY) -m pip install --quiet -e ".[test,bench]"
-	cd benchmarks && ../$(PY) overhead.py && ../$(PY) gemm.py && ../$(PY) seed_bmm.py
+	cd benchmarks && ../$(PY) overhead.py && ../$(PY) gemm.py && ../$(PY) seed_bmm.py && ../$(PY) dense.py --markdown dense_results.md
 
 clean:
 	rm -rf $(VENV) examples/build .pytest_cache

@@ -20,15 +20,21 @@ from .arrays import (SUFFIX, as_array, check_float_dtype, check_out, finish, ker
                      writable_target)
 from .einsum import contract
 from .library import stdlib_library
-from .permute import permute
+from .permutation import permute
 
 __all__ = ["brgemm", "contract", "matmul", "matvec", "permute"]
 
 _SIGNATURE = "(n?,k),(k,m?)->(n?,m?)"
 
 
+_library: list = []
+
+
 def _kernels():
-    return stdlib_library("dense")
+    """stdlib/dense.tk's library (looked up once: finding it hashes the sources)."""
+    if not _library:
+        _library.append(stdlib_library("dense"))
+    return _library[0]
 
 
 def matmul(a, b, *, out=None) -> np.ndarray:

@@ -17,11 +17,20 @@ from dsl.grammar.diagnostics import Source
 from dsl.library import Library
 
 _loaded: dict[str, Library] = {}
+_by_text: dict[tuple[str, str], Library] = {}  # the text's library in this process, before any hashing
 _lock = threading.Lock()
 
 
 def generated_library(text: str, name: str = "generated") -> Library:
     """The loaded library of the program `text`, compiled on first use."""
+    lib = _by_text.get((name, text))
+    if lib is not None:
+        return lib
+    lib = _by_text[(name, text)] = _load(text, name)
+    return lib
+
+
+def _load(text: str, name: str) -> Library:
     from dsl.backends.target import make_target
 
     opts = options_mod.from_env(None)

@@ -15,6 +15,7 @@ from .arrays import as_array, check_out, finish, merge_axes, writable_target
 from .library import stdlib_library
 
 _BITS = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
+_library: list = []
 _SMALL_BATCH = 4  # fewer planes than this: each plane's tile rows go to the threads instead
 
 
@@ -74,7 +75,9 @@ def _copy(src: np.ndarray, dst: np.ndarray) -> None:
             src, dst = src.transpose(rest), dst.transpose(rest)
     while src.ndim < 2:
         src, dst = src[None], dst[None]
-    _planes(stdlib_library("permute"), unsigned, src, dst)
+    if not _library:  # looked up once: finding it hashes the sources
+        _library.append(stdlib_library("permute"))
+    _planes(_library[0], unsigned, src, dst)
 
 
 def _planes(lib, unsigned, src: np.ndarray, dst: np.ndarray) -> None:
