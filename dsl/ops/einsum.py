@@ -235,4 +235,6 @@ def kernel_text(plan: Plan, inputs: list[str], output: str, t: str, steps: list[
             value = f"{step}_{t}({value})"
             helpers.append(HELPERS[step].format(t=t))
     head = "".join(dict.fromkeys(helpers))
-    return f"{head}\ndef contract({', '.join(params)}):\n    C[{c_at}] = {value}\n"
+    # Adding to out starts each sum from out (as BLAS's beta = 1): a reordering.
+    options = "@options(reassociate=True)\n" if accumulate else ""
+    return f"{head}\n{options}def contract({', '.join(params)}):\n    C[{c_at}] = {value}\n"

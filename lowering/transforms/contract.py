@@ -25,6 +25,15 @@ without sharing. Legal when C does not overlap A
 or B (the entry checks prove it unless the kernel is `inplace`): every C
 element's sum still runs over k in order, from 0, so results match the plain
 loop (up to FMA contraction, which the plain loop may also use).
+
+Batch-reduce loops (more summed indices than k) run around the K panels
+(packed) or around k inside the tile (unpacked: the tile stays in registers
+over all of them, a BRGEMM); either way each element's sum keeps the plain
+loop's order. An epilogue `C = f(sum)` applies on each tile's last visit. A
+sum added to C (`+=`) starts from C, as BLAS's beta = 1 does: that reorders
+the additions, so it needs `@options(reassociate=True)`.
+Batch loops around the nest: the outermost that indexes C runs whole
+matmuls per thread when it has enough iterations.
 """
 
 from __future__ import annotations
@@ -56,7 +65,7 @@ def run(kernel: ir.Kernel, d, machine: Machine = Machine(), remarks: list | None
                             "this kernel is @options(inplace=True)")
     if d.loops:
         loop = find_loop(kernel.body, d.loops[0].name, d.loops[0].span)
-        found = match_nest(loop)
+        found = match_nest(loop, kernel.options.reassociate)
         if isinstance(found, str):
             raise ScheduleError(d.loops[0].span, f"loop '{loop.name}' is not a contraction: {found}")
         return _rewrite(kernel, [found], machine, dict(d.options), d.span, remarks)
@@ -78,7 +87,7 @@ def auto(kernel: ir.Kernel, machine: Machine, remarks: list | None = None) -> ir
         inside = {id(s) for c in found for s in walk_stmts((c.nest,))}
         for s in kernel.body:
             if isinstance(s, ir.For) and not inside & {id(x) for x in walk_stmts((s,))}:
-                remark(remarks, s.span, f"loop '{s.name}' is not a contraction ({match_nest(s)})")
+                remark(remarks, s.span, f"loop '{s.name}' is not a contraction ({match_nest(s, kernel.options.reassociate)})")
     return _rewrite(kernel, found, machine, {}, None, remarks) if found else kernel
 
 
@@ -89,7 +98,7 @@ def contractions(kernel: ir.Kernel) -> list[Contraction]:
     inside: set[int] = set()
     for s in walk_stmts(kernel.body):
         if isinstance(s, ir.For) and id(s) not in inside:
-            found = match_nest(s)
+            found = match_nest(s, kernel.options.reassociate)
             if isinstance(found, Contraction):
                 out.append(found)
                 inside.update(id(x) for x in walk_stmts(s.body))
@@ -119,6 +128,8 @@ def _rewrite(kernel: ir.Kernel, found: list[Contraction], machine: Machine, opti
             body = replace_loop(body, c.nest, blocked)
         if c.br:
             where += f"; the sum runs over {', '.join(r.name for r in c.br)} too (batch-reduce)"
+        if c.accumulate:
+            where += "; the sum adds to C"
         if c.epilogue is not None:
             where += "; the expression of the sum applied on each tile's last visit"
         remark(remarks, c.nest.span,

@@ -14,7 +14,8 @@ axis, so the micro-kernel's vectors run along C's rows. Around this core:
 - more reduction loops outside `k` (`sum(A[r, m, k] * B[r, k, n])`) are the
   batch-reduce loops of a BRGEMM: every one of them sums into the same C tile;
 - the store may accumulate, `C[..] = C[..] + sum` (what `C[m, n] += sum(..)`
-  lowers to), so the sum starts from C instead of 0;
+  lowers to), so the sum starts from C instead of 0 (a reordering of the
+  additions: only with `@options(reassociate=True)`);
 - it may apply an epilogue to the sum, `C[..] = f(sum)` (`relu(sum(..) + bias[n])`,
   helpers inlined into locals first), or to the accumulated sum,
   `C[..] = f(C[..] + sum)`, which runs once per element, on the last visit
@@ -52,8 +53,9 @@ class Contraction:
     epilogue: ir.Expr | None = None  # the stored value as a function of Var(acc), when not the sum itself
 
 
-def match_nest(loop: ir.For) -> Contraction | str:
-    """The contraction `loop` computes, or why it is not one."""
+def match_nest(loop: ir.For, reassociate: bool = False) -> Contraction | str:
+    """The contraction `loop` computes, or why it is not one. A sum added to C
+    is one only with `reassociate` (the micro-kernel starts it from C)."""
     shape = _shape(loop)
     if isinstance(shape, str):
         return shape
@@ -86,6 +88,9 @@ def match_nest(loop: ir.For) -> Contraction | str:
     if a is None:
         return "each operand must use one of the two output loops, not both"
     accumulate, epilogue = finish
+    if accumulate and not reassociate:
+        return ("the sum is added to C, and starting it from C reorders the additions "
+                "(allowed with @options(reassociate=True))")
     return Contraction(loop, m, n, k, a, b, store, dtype, br, acc, accumulate, epilogue)
 
 

@@ -34,13 +34,16 @@ SIG = "(A: f32[R, M, K], B: f32[R, K, N], bias: f32[N], C: f32[M, N])"
 KERNELS = HELPERS
 PACKED = ("br", "acc_relu")  # the packed path too (each kernel costs seconds to compile)
 for name, body in FORMS.items():
-    KERNELS += f"\ndef {name}{SIG}:\n    {body}\n"
+    # A sum added to C starts from C: a reordering of the additions.
+    opts = "@options(reassociate=True)\n" if name.startswith("acc") else ""
+    KERNELS += f"\n{opts}def {name}{SIG}:\n    {body}\n"
     if name in PACKED:
-        KERNELS += f"\n@schedule(contract(m, mc=12, kc=5, nc=32))\ndef {name}_packed{SIG}:\n    {body}\n"
+        KERNELS += f"\n{opts}@schedule(contract(m, mc=12, kc=5, nc=32))\ndef {name}_packed{SIG}:\n    {body}\n"
 KERNELS += """
 def batched(A: f32[P, Q, M, K], B: f32[Q, K, N], C: f32[P, Q, M, N]):
     C[p, q, m, n] = sum(A[p, q, m, k] * B[q, k, n])
 
+@options(reassociate=True)
 def gemm_steps(A: f32[R, M, K], B: f32[R, K, N], C: f32[M, N]):
     for r in range(R):
         C[m, n] += sum(A[r, m, k] * B[r, k, n])
@@ -113,6 +116,12 @@ def test_loop_around_accumulating_sum(lib):
     printed = format_kernel(next(k for k in compile_to(KERNELS, "schedule").program.kernels
                                  if k.name == "gemm_steps"))
     assert "for r in range(0, R):" in printed and "acc0_0" in printed
+
+
+def test_adding_to_c_needs_reassociate():
+    text = HELPERS + f"\ndef exact{SIG}:\n    {FORMS['acc']}\n"
+    printed = format_kernel(compile_to(text, "schedule", cpu="znver3").program.kernels[-1])
+    assert "acc0_0" not in printed and "sum = sum + A[r, m, k] * B[r, k, n]" in printed
 
 
 def test_recognized():
