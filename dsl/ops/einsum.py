@@ -57,13 +57,16 @@ def contract(spec: str, *operands, out=None, first_touch=None, last_touch=None) 
             raise ValueError("contract: first_touch='accumulate' adds to out, which must be given")
     else:
         check_out("contract", out, shape, dtype)
-    if bias is not None:
-        try:
-            bias = np.broadcast_to(bias, shape)
-        except ValueError:
-            raise ValueError(f"contract: the bias of shape {bias.shape} does not broadcast to the output's "
-                             f"shape {shape}") from None
-    plan = loop_order(inputs, output, arrays, out)
+    arrays = [kernel_view(a, dtype) for a in arrays]
+    bias_term, bias = _compact_bias(bias, shape, output, dtype)
+    key = (spec, tuple((a.shape, a.strides) for a in arrays), out is not None and (out.shape, out.strides),
+           tuple(steps), first_touch, bias_term, dtype.str)
+    found = _plans.get(key)
+    if found is None:
+        plan = loop_order(inputs, output, arrays, out)
+        text = kernel_text(plan, inputs, output, SUFFIX[dtype], steps, first_touch == "accumulate", bias_term)
+        found = _plans[key] = (plan, text)
+    plan, text = found
     if out is None:  # laid out so that the kernel writes it in order
         inner = np.empty(tuple(sizes[x] for x in plan.output), dtype)
         out = inner.transpose([plan.output.index(x) for x in output])
@@ -72,11 +75,30 @@ def contract(spec: str, *operands, out=None, first_touch=None, last_touch=None) 
     target = writable_target(out, *arrays, *([bias] if bias is not None else []))
     if first_touch == "accumulate" and target is not out:
         np.copyto(target, out)
-    views = [_view(kernel_view(a, dtype), term, plan) for a, term in zip(arrays, inputs)]
-    extra = [_view(kernel_view(bias, dtype), output, plan)] if bias is not None else []
-    text = kernel_text(plan, inputs, output, SUFFIX[dtype], steps, first_touch == "accumulate", bias is not None)
-    generated_library(text, "contract").contract(*views, *extra, _view(target, output, plan))
+    views = [_view(a, term, plan, last) for a, term, last in zip(arrays, inputs, plan.last)]
+    if bias is not None:
+        views.append(_view(bias, bias_term, plan) if bias_term else bias)
+    generated_library(text, "contract").contract(*views, _view(target, output, plan))
     return finish(target, out)
+
+
+_plans: dict = {}  # (spec, layouts, options) -> (Plan, kernel text): the per-call work done once
+
+
+def _compact_bias(bias, shape: tuple, output: str, dtype) -> tuple[str | None, np.ndarray | None]:
+    """The bias with only the output axes along which it varies, and their labels
+    (a stride-0 innermost axis would keep the kernel off its unit-stride code)."""
+    if bias is None:
+        return None, None
+    try:
+        full = np.broadcast_to(kernel_view(bias, dtype), shape)
+    except ValueError:
+        raise ValueError(f"contract: the bias of shape {bias.shape} does not broadcast to the output's "
+                         f"shape {shape}") from None
+    keep = [i for i in range(len(shape)) if shape[i] > 1 and full.strides[i] != 0]
+    if not keep:
+        return "", np.array(full[(0,) * len(shape)], dtype).reshape(1)
+    return "".join(output[i] for i in keep), full[tuple(slice(None) if i in keep else 0 for i in range(len(shape)))]
 
 
 def parse_spec(spec: str, arrays: list[np.ndarray]) -> tuple[list[str], str]:
@@ -144,8 +166,12 @@ class Plan:
     """The kernel's loop order: output labels (C's axes, outermost first),
     summed labels (outermost first), and the operands in the order written."""
 
-    def __init__(self, output: str, summed: str, written: list[int]):
+    def __init__(self, output: str, summed: str, written: list[int], last: list[str | None] | None = None):
         self.output, self.summed, self.written = output, summed, written
+        # Per operand, the label of its innermost axis in the kernel: the vector
+        # axis, or the one of unit stride (compiled code is fastest when every
+        # tensor's innermost stride is 1; see backends/llvm/versions.py).
+        self.last = last or [None] * len(written)
 
     def rank(self, label: str) -> int:
         order = self.output + self.summed
@@ -160,12 +186,13 @@ def loop_order(inputs: list[str], output: str, arrays: list[np.ndarray], out) ->
 
     summed = "".join(dict.fromkeys(x for term in inputs for x in term if x not in output))
     by_stride = sorted(output, key=out_stride, reverse=True)
+    last = [_unit_axis(term, a) for term, a in zip(inputs, arrays)]
     if len(inputs) != 2:
-        return Plan("".join(by_stride), summed, list(range(len(inputs))))
+        return Plan("".join(by_stride), summed, list(range(len(inputs))), last)
     owner = {x: [x in term for term in inputs] for x in output}
     single = [x for x in output if sum(owner[x]) == 1]
     if not single:
-        return Plan("".join(by_stride), summed, [0, 1])
+        return Plan("".join(by_stride), summed, [0, 1], last)
     n = min(single, key=out_stride)
     y = owner[n].index(True)  # the operand with the vector axis ("B")
     x = 1 - y
@@ -186,20 +213,30 @@ def loop_order(inputs: list[str], output: str, arrays: list[np.ndarray], out) ->
     # Summed labels of one operand go first in the nest: write that operand first.
     written = [y, x] if any(lab in inputs[y] for lab in alone) and not any(lab in inputs[x] for lab in alone) \
         else [x, y]
-    return Plan(order_out, order_sum, written)
+    last[y] = n  # B's vectors run along n
+    return Plan(order_out, order_sum, written, last)
 
 
-def _axes(term: str, plan: Plan) -> list[int]:
-    return sorted(range(len(term)), key=lambda i: plan.rank(term[i]))
+def _unit_axis(term: str, a: np.ndarray) -> str | None:
+    """The label of `a`'s axis of unit stride (of more than one element), if any."""
+    for label, size, stride in zip(term, a.shape, a.strides):
+        if size > 1 and stride == a.itemsize:
+            return label
+    return None
 
 
-def _view(a: np.ndarray, term: str, plan: Plan) -> np.ndarray:
+def _axes(term: str, plan: Plan, last: str | None = None) -> list[int]:
+    """`term`'s axes in the kernel's loop order, the `last` label's innermost."""
+    return sorted(range(len(term)), key=lambda i: (term[i] == last, plan.rank(term[i])))
+
+
+def _view(a: np.ndarray, term: str, plan: Plan, last: str | None = None) -> np.ndarray:
     """`a` with its axes in the kernel's order (a rank-0 array as one element)."""
-    return a.transpose(_axes(term, plan)) if term else a.reshape(1)
+    return a.transpose(_axes(term, plan, last)) if term else a.reshape(1)
 
 
-def _subscript(term: str, plan: Plan) -> str:
-    labels = [term[i] for i in _axes(term, plan)] if term else [ONE]
+def _subscript(term: str, plan: Plan, last: str | None = None) -> str:
+    labels = [term[i] for i in _axes(term, plan, last)] if term else [ONE]
     return ", ".join(_index(x) for x in labels)
 
 
@@ -207,20 +244,20 @@ def _index(label: str) -> str:
     return "i_one" if label == ONE else f"i_{label}"
 
 
-def _dims(term: str, plan: Plan) -> str:
-    labels = [term[i] for i in _axes(term, plan)] if term else [ONE]
+def _dims(term: str, plan: Plan, last: str | None = None) -> str:
+    labels = [term[i] for i in _axes(term, plan, last)] if term else [ONE]
     return ", ".join("D_one" if x == ONE else f"D_{x}" for x in labels)
 
 
 def kernel_text(plan: Plan, inputs: list[str], output: str, t: str, steps: list[str], accumulate: bool,
-                has_bias: bool) -> str:
+                bias_term: str | None) -> str:
     """The kernel in index notation (see the module's docstring)."""
-    params = [f"X{i}: {t}[{_dims(term, plan)}]" for i, term in enumerate(inputs)]
-    if has_bias:
-        params.append(f"Bias: {t}[{_dims(output, plan)}]")
+    params = [f"X{i}: {t}[{_dims(term, plan, plan.last[i])}]" for i, term in enumerate(inputs)]
+    if bias_term is not None:
+        params.append(f"Bias: {t}[{_dims(bias_term, plan) if bias_term else 'D_one'}]")
     params.append(f"C: {t}[{_dims(output, plan)}]")
     c_at = _subscript(output, plan)
-    value = " * ".join(f"X{i}[{_subscript(inputs[i], plan)}]" for i in plan.written)
+    value = " * ".join(f"X{i}[{_subscript(inputs[i], plan, plan.last[i])}]" for i in plan.written)
     if plan.summed:
         value = f"sum({value})"
     if accumulate:
@@ -230,7 +267,7 @@ def kernel_text(plan: Plan, inputs: list[str], output: str, t: str, steps: list[
         if step == "relu":
             value = f"max({value}, 0.0)"
         elif step == "bias":
-            value = f"{value} + Bias[{c_at}]"
+            value = f"{value} + Bias[{_subscript(bias_term, plan) if bias_term else '0'}]"
         else:
             value = f"{step}_{t}({value})"
             helpers.append(HELPERS[step].format(t=t))

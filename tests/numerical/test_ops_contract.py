@@ -99,6 +99,16 @@ def test_bias_and_activations():
     assert np.allclose(got, g / (1 + np.exp(-g)), rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("bias_shape", [(), (9, 1), (2, 1, 37)])
+def test_bias_broadcast(bias_shape):
+    """A bias along any of the output's axes (or a scalar) broadcasts."""
+    a, b = rand((2, 9, 17)), rand((2, 17, 37))
+    bias = rand(bias_shape, seed=6)
+    got = dsl.ops.contract("bmk,bkn->bmn", a, b, last_touch=("bias", bias))
+    want = np.einsum("bmk,bkn->bmn", a.astype(np.float64), b.astype(np.float64)) + bias
+    assert np.allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
 def test_accumulate_with_relu_is_the_seeds_last_touch():
     """Without a zero first touch, relu applies to out + the sum."""
     a, b = rand((7, 5)), rand((5, 9))
