@@ -56,10 +56,6 @@ SMALL_WORK = 48 ** 3  # multiply-adds below which the M blocks are not split for
 # stays in L1/L2 while every strip of A passes over it), and at most this work.
 DIRECT_B_ELEMENTS = 128 * 128
 DIRECT_WORK = 128 ** 3
-# Rows of the unpacked tile at most: each row of A is an address stream of its
-# own, and more than this many ran out of general registers (a 14-row AVX-512
-# tile: 25 GFLOP/s on 1024 products of 32x256x32, against ... with 8 rows).
-DIRECT_ROWS = 8
 
 
 def run(kernel: ir.Kernel, d, machine: Machine = Machine(), remarks: list | None = None) -> ir.Kernel:
@@ -305,7 +301,6 @@ def _m_blocks(M: ir.Expr, N: ir.Expr, K: ir.Expr, t: MicroTile, mc_max: int, sym
 def _direct(c: Contraction, t: MicroTile, M: ir.Expr, N: ir.Expr, K: ir.Expr, k_total: ir.Expr) -> list[ir.Stmt]:
     """The micro-kernel straight on A and B, strips of C's rows in parallel."""
     span = c.nest.span
-    t = MicroTile(min(t.mr, DIRECT_ROWS), t.vectors, t.lanes)
     js, strip = ir.Sym("js", I64, "loop"), ir.Sym("is", I64, "loop")
     at = {"m0": ir.Var(strip), "n0": ir.Var(js), "M": M, "N": N,
           "rows": minimum(i64(t.mr), sub(M, ir.Var(strip))), "cols": minimum(i64(t.nr), sub(N, ir.Var(js)))}
