@@ -102,8 +102,8 @@ def seed_rows(threads, repeats) -> list[list[str]]:
     a, b, c = seed_operands()
     lib = build("seed_tensor_ops.tk")
     ta, tb = torch.from_numpy(np.ascontiguousarray(a)), torch.from_numpy(np.ascontiguousarray(b))
-    # The .tk kernel's axes: A (a, c, d, f), B (b, c, e, f), C (a, b, e, d).
-    gemm = lambda: lib.seed_gemm(a, b, c.transpose(0, 1, 3, 2))  # noqa: E731
+    # The .tk kernel's axes: A (a, c, f, d), B (b, c, e, f), C (a, b, e, d).
+    gemm = lambda: lib.seed_gemm(a.transpose(0, 1, 3, 2), b, c.transpose(0, 1, 3, 2))  # noqa: E731
     cases = {
         "seed GEMM (c as a loop)": gemm,
         "seed BRGEMM": lambda: dsl.ops.contract(SEED, a, b, out=c),
