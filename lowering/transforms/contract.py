@@ -25,6 +25,15 @@ without sharing. Legal when C does not overlap A
 or B (the entry checks prove it unless the kernel is `inplace`): every C
 element's sum still runs over k in order, from 0, so results match the plain
 loop (up to FMA contraction, which the plain loop may also use).
+
+Batch-reduce loops (more summed indices than k) run around the K panels
+(packed) or around k inside the tile (unpacked: the tile stays in registers
+over all of them, a BRGEMM); either way each element's sum keeps the plain
+loop's order. An epilogue `C = f(sum)` applies on each tile's last visit. A
+sum added to C (`+=`) starts from C, as BLAS's beta = 1 does: that reorders
+the additions, so it needs `@options(reassociate=True)`.
+Batch loops around the nest: the outermost that indexes C runs whole
+matmuls per thread when it has enough iterations.
 """
 
 from __future__ import annotations
@@ -36,8 +45,8 @@ from ..arith import add, compare, floordiv, i64, maximum, minimum, mul, sub
 from ..machine import Machine, MicroTile, micro_tile
 from ..rewrite import walk_stmts
 from ..types import BOOL, I64
-from .contract_match import Contraction, match_nest
-from .microkernel import Direct, tile_body
+from .contract_match import Contraction, match_nest, uses
+from .microkernel import Direct, batch_reduce_vars, tile_body
 from .nest import ScheduleError, find_loop, fresh_locals, remark, replace_loop
 from .pack import pack_a, pack_b
 
@@ -56,7 +65,7 @@ def run(kernel: ir.Kernel, d, machine: Machine = Machine(), remarks: list | None
                             "this kernel is @options(inplace=True)")
     if d.loops:
         loop = find_loop(kernel.body, d.loops[0].name, d.loops[0].span)
-        found = match_nest(loop)
+        found = match_nest(loop, kernel.options.reassociate)
         if isinstance(found, str):
             raise ScheduleError(d.loops[0].span, f"loop '{loop.name}' is not a contraction: {found}")
         return _rewrite(kernel, [found], machine, dict(d.options), d.span, remarks)
@@ -78,7 +87,7 @@ def auto(kernel: ir.Kernel, machine: Machine, remarks: list | None = None) -> ir
         inside = {id(s) for c in found for s in walk_stmts((c.nest,))}
         for s in kernel.body:
             if isinstance(s, ir.For) and not inside & {id(x) for x in walk_stmts((s,))}:
-                remark(remarks, s.span, f"loop '{s.name}' is not a contraction ({match_nest(s)})")
+                remark(remarks, s.span, f"loop '{s.name}' is not a contraction ({match_nest(s, kernel.options.reassociate)})")
     return _rewrite(kernel, found, machine, {}, None, remarks) if found else kernel
 
 
@@ -89,7 +98,7 @@ def contractions(kernel: ir.Kernel) -> list[Contraction]:
     inside: set[int] = set()
     for s in walk_stmts(kernel.body):
         if isinstance(s, ir.For) and id(s) not in inside:
-            found = match_nest(s)
+            found = match_nest(s, kernel.options.reassociate)
             if isinstance(found, Contraction):
                 out.append(found)
                 inside.update(id(x) for x in walk_stmts(s.body))
@@ -105,7 +114,7 @@ def _rewrite(kernel: ir.Kernel, found: list[Contraction], machine: Machine, opti
         tile = _tile(machine, c, options, span)
         mc, kc, nc = blocking = _blocking(c, tile, options)
         blocked = _blocked(c, tile, blocking, code, direct=not options)
-        batch = _batch_loop(body, c.nest)
+        batch = _batch_loop(body, c)
         where = "run in parallel"
         outer = next((s for s in walk_stmts(body) if isinstance(s, ir.For) and s.kind == "parallel"
                       and any(x is c.nest for x in walk_stmts(s.body))), None)
@@ -113,9 +122,16 @@ def _rewrite(kernel: ir.Kernel, found: list[Contraction], machine: Machine, opti
             where = f"one after another (the enclosing loop '{outer.name}' is the parallel one)"
         if batch is not None:
             where += f", or the '{batch.name}' loop when it has at least as many iterations as threads"
-            body = replace_loop(body, batch, [_batch_parallel(batch, blocked)])
+            inside = replace_loop(batch.body, c.nest, blocked)
+            body = replace_loop(body, batch, [_batch_parallel(batch, inside)])
         else:
             body = replace_loop(body, c.nest, blocked)
+        if c.br:
+            where += f"; the sum runs over {', '.join(r.name for r in c.br)} too (batch-reduce)"
+        if c.accumulate:
+            where += "; the sum adds to C"
+        if c.epilogue is not None:
+            where += "; the expression of the sum applied on each tile's last visit"
         remark(remarks, c.nest.span,
                 f"loop '{c.nest.name}': contraction of '{c.a.tensor.name}' (m={c.m.name}) and "
                 f"'{c.b.tensor.name}' (n={c.n.name}) over k={c.k.name}: {tile.mr}x{tile.nr} {c.dtype} "
@@ -123,12 +139,21 @@ def _rewrite(kernel: ir.Kernel, found: list[Contraction], machine: Machine, opti
     return replace(kernel, body=body, checks=(*kernel.checks, info))
 
 
-def _batch_loop(body, nest: ir.For) -> ir.For | None:
-    """The plain loop whose whole body is `nest` (a batch of matmuls), if any."""
-    for s in walk_stmts(body):
-        if isinstance(s, ir.For) and len(s.body) == 1 and s.body[0] is nest and s.kind == "serial":
-            return s
-    return None
+def _batch_loop(body, c: Contraction) -> ir.For | None:
+    """The outermost of the plain loops around `c.nest` (each with only the next
+    as its body: a batch of matmuls) that indexes C, so that its iterations
+    write different elements of C; None when there is none."""
+    chain: list[ir.For] = []
+    inner: ir.Stmt = c.nest
+    while True:
+        parent = next((s for s in walk_stmts(body) if isinstance(s, ir.For) and len(s.body) == 1
+                       and s.body[0] is inner and s.kind == "serial"), None)
+        if parent is None:
+            break
+        chain.append(parent)
+        inner = parent
+    writes = uses(c.store.indices)
+    return next((loop for loop in reversed(chain) if loop.var in writes), None)
 
 
 def _batch_parallel(batch: ir.For, blocked: list[ir.Stmt]) -> ir.Stmt:
@@ -167,6 +192,20 @@ def _at_most(M: ir.Expr, N: ir.Expr, K: ir.Expr, work: int, more: bool = False) 
     return compare(">" if more else "<=", mul(M, N), floordiv(i64(work), maximum(K, i64(1))))
 
 
+def _all(conds: list[ir.Expr]) -> ir.Expr:
+    out = conds[0]
+    for x in conds[1:]:
+        out = ir.Binary("and", out, x, BOOL)
+    return out
+
+
+def _any(conds: list[ir.Expr]) -> ir.Expr:
+    out = conds[0]
+    for x in conds[1:]:
+        out = ir.Binary("or", out, x, BOOL)
+    return out
+
+
 def _roundup(x: ir.Expr, f: int) -> ir.Expr:
     return mul(floordiv(add(x, i64(f - 1)), i64(f)), i64(f))
 
@@ -184,11 +223,20 @@ def _blocked(c: Contraction, t: MicroTile, blocking: tuple[int, int, int], code:
     nc, kc, ic, mcur, threads = local("nc"), local("kc"), local("ic"), local("mcur"), local("threads")
     a_buf = ir.TensorParam("Ap", dtype, (ir.Sym("Ap.size", I64, "dim"),), True, span, scratch=True)
     b_buf = ir.TensorParam("Bp", dtype, (ir.Sym("Bp.size", I64, "dim"),), True, span, scratch=True)
-    sizes = [ir.Assign(M, c.m.stop, span), ir.Assign(N, c.n.stop, span), ir.Assign(K, c.k.stop, span)]
+    # An empty batch-reduce loop empties the whole sum: K = 0, and the loops
+    # around the panels still run once, so that C gets written.
+    empty = [compare("<=", r.stop, i64(0)) for r in c.br]
+    k_size = c.k.stop if not empty else ir.Select(_any(empty), i64(0), c.k.stop, I64, span)
+    sizes = [ir.Assign(M, c.m.stop, span), ir.Assign(N, c.n.stop, span), ir.Assign(K, k_size, span)]
+    # The whole sum's length (K times the batch-reduce extents), for the
+    # decisions that weigh the work.
+    k_total = ir.Var(K)
+    for r in c.br:
+        k_total = mul(k_total, maximum(r.stop, i64(0)))
     setup = [
         ir.Alloc(b_buf, mul(i64(kc_max), minimum(i64(nc_max), _roundup(ir.Var(N), t.nr))), code, span),
         ir.Alloc(a_buf, mul(_roundup(ir.Var(M), t.mr), i64(kc_max)), code, span),
-        *_m_blocks(ir.Var(M), ir.Var(N), ir.Var(K), t, mc_max, (threads, blocks, mc), span),
+        *_m_blocks(ir.Var(M), ir.Var(N), k_total, t, mc_max, (threads, blocks, mc), span),
     ]
     jc_loop_var, pc_loop_var = ir.Sym("jc", I64, "loop"), ir.Sym("pc", I64, "loop")
     js, strip = ir.Sym("js", I64, "loop"), ir.Sym("is", I64, "loop")
@@ -198,8 +246,12 @@ def _blocked(c: Contraction, t: MicroTile, blocking: tuple[int, int, int], code:
           "m0": add(ir.Var(ic), ir.Var(strip)), "n0": add(ir.Var(jc_loop_var), ir.Var(js)),
           "rows": minimum(i64(t.mr), sub(ir.Var(mcur), ir.Var(strip))),
           "cols": minimum(i64(t.nr), sub(ir.Var(nc), ir.Var(js))),
-          "a0": mul(add(ir.Var(ic), ir.Var(strip)), ir.Var(kc)), "b0": mul(ir.Var(js), ir.Var(kc))}
-    tile = tile_body(c, t, at, ir.Var(kc), compare("==", ir.Var(pc_loop_var), i64(0)))
+          "a0": mul(add(ir.Var(ic), ir.Var(strip)), ir.Var(kc)), "b0": mul(ir.Var(js), ir.Var(kc)),
+          "br": batch_reduce_vars(c)}
+    first = [compare("==", ir.Var(pc_loop_var), i64(0)), *(compare("==", at["br"][r.var], i64(0)) for r in c.br)]
+    last = [compare(">=", add(ir.Var(pc_loop_var), ir.Var(kc)), ir.Var(K)),
+            *(compare(">=", at["br"][r.var], sub(r.stop, i64(1))) for r in c.br)]
+    tile = tile_body(c, t, at, ir.Var(kc), _all(first), last_panel=_all(last))
     m_strips = ir.For(strip, i64(0), ir.Var(mcur), t.mr, tuple(tile), f"{c.m.name}.strip", span=span)
     n_strips = ir.For(js, i64(0), ir.Var(nc), t.nr, (m_strips,), f"{c.n.name}.strip", span=span)
     block_body = [ir.Assign(ic, mul(ir.Var(block), ir.Var(mc)), span),
@@ -215,15 +267,17 @@ def _blocked(c: Contraction, t: MicroTile, blocking: tuple[int, int, int], code:
     # At least one K panel, so that an empty sum (K = 0) still writes zeros.
     k_panels = ir.For(pc_loop_var, i64(0), maximum(ir.Var(K), i64(1)), kc_max, tuple(k_body),
                       f"{c.k.name}.panel", span=span)
+    for r in reversed(c.br):  # batch-reduce loops: each sums into C panel after panel
+        k_panels = ir.For(at["br"][r.var].sym, i64(0), maximum(r.stop, i64(1)), 1, (k_panels,), r.name, span=span)
     n_body = [ir.Assign(nc, minimum(i64(nc_max), sub(ir.Var(N), ir.Var(jc_loop_var))), span), k_panels]
     n_panels = ir.For(jc_loop_var, i64(0), ir.Var(N), nc_max, tuple(n_body), f"{c.n.name}.panel", span=span)
     # Small products skip packing: B's rows are read where they are.
-    small = ir.Binary("and", compare("<=", mul(ir.Var(K), ir.Var(N)), i64(DIRECT_B_ELEMENTS)),
-                      _at_most(ir.Var(M), ir.Var(N), ir.Var(K), DIRECT_WORK),
+    small = ir.Binary("and", compare("<=", mul(k_total, ir.Var(N)), i64(DIRECT_B_ELEMENTS)),
+                      _at_most(ir.Var(M), ir.Var(N), k_total, DIRECT_WORK),
                       BOOL)
     if not direct:
         return [*sizes, *setup, n_panels]
-    return [*sizes, ir.If(small, tuple(_direct(c, t, ir.Var(M), ir.Var(N), ir.Var(K))), (*setup, n_panels), span)]
+    return [*sizes, ir.If(small, tuple(_direct(c, t, ir.Var(M), ir.Var(N), ir.Var(K), k_total)), (*setup, n_panels), span)]
 
 
 def _m_blocks(M: ir.Expr, N: ir.Expr, K: ir.Expr, t: MicroTile, mc_max: int, syms, span) -> list[ir.Stmt]:
@@ -244,16 +298,18 @@ def _m_blocks(M: ir.Expr, N: ir.Expr, K: ir.Expr, t: MicroTile, mc_max: int, sym
     ]
 
 
-def _direct(c: Contraction, t: MicroTile, M: ir.Expr, N: ir.Expr, K: ir.Expr) -> list[ir.Stmt]:
+def _direct(c: Contraction, t: MicroTile, M: ir.Expr, N: ir.Expr, K: ir.Expr, k_total: ir.Expr) -> list[ir.Stmt]:
     """The micro-kernel straight on A and B, strips of C's rows in parallel."""
     span = c.nest.span
     js, strip = ir.Sym("js", I64, "loop"), ir.Sym("is", I64, "loop")
     at = {"m0": ir.Var(strip), "n0": ir.Var(js), "M": M, "N": N,
           "rows": minimum(i64(t.mr), sub(M, ir.Var(strip))), "cols": minimum(i64(t.nr), sub(N, ir.Var(js)))}
-    whole = tile_body(c, t, at, K, ir.Const(True, BOOL), Direct(c, t, at, edge=False))
-    edge = tile_body(c, t, at, K, ir.Const(True, BOOL), Direct(c, t, at, edge=True))
+    whole_at = {**at, "br": batch_reduce_vars(c), "br_loops": True}
+    edge_at = {**at, "br": batch_reduce_vars(c), "br_loops": True}
+    whole = tile_body(c, t, whole_at, K, ir.Const(True, BOOL), Direct(c, t, whole_at, edge=False))
+    edge = tile_body(c, t, edge_at, K, ir.Const(True, BOOL), Direct(c, t, edge_at, edge=True))
     full = ir.Binary("and", compare("==", at["rows"], i64(t.mr)), compare("==", at["cols"], i64(t.nr)), BOOL)
     n_strips = ir.For(js, i64(0), N, t.nr, (ir.If(full, tuple(whole), tuple(edge), span),), f"{c.n.name}.strip",
                       span=span)
-    enough = _at_most(M, N, K, SMALL_WORK - 1, more=True)
+    enough = _at_most(M, N, k_total, SMALL_WORK - 1, more=True)
     return [ir.For(strip, i64(0), M, t.mr, (n_strips,), f"{c.m.name}.strip", "parallel", span, when=enough)]

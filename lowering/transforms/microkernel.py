@@ -4,13 +4,20 @@
     for p in range(kc):
         b[c] = Bp[b0 + p*nr + c*L : +L]                      (`vectors` loads)
         acc[r][c] = fma(broadcast(Ap[a0 + p*mr + r]), b[c], acc[r][c])
-    C[m0 + r, n0 + c*L : +L] = acc[r][c]
+    C[m0 + r, n0 + c*L : +L] = acc[r][c]     (or f(acc) on the last panel)
 
 The accumulators are vector locals, which LLVM keeps in registers: the tile
 shape comes from `machine.micro_tile`, sized so they and the operands fit.
 Starting from C (not from 0) on later K panels keeps the sum's order that of
 the plain loop. A tile that overhangs C's edge reads and writes only the rows
 that exist, under a lane mask for the columns.
+
+A sum that accumulates (`C[m, n] += sum(..)`) starts from C on every panel.
+An epilogue `C[m, n] = f(sum)` runs on the tile's last visit only (the last
+panel of K and of every batch-reduce loop), on the accumulator vectors: the
+partial sums stored before that are plain sums. Unpacked products run the
+batch-reduce loops inside the tile (a BRGEMM: the tile stays in registers
+over all of them).
 """
 
 from __future__ import annotations
@@ -20,7 +27,13 @@ from ..arith import add, compare, i64, mul, sub
 from ..machine import MicroTile
 from ..types import BOOL, I64
 from .contract_match import Contraction
+from ..ir import fresh
+from ..rewrite import map_expr, walk_expr
 from .nest import substitute_expr
+
+
+# Intrinsics that become a library call per lane (too large to unroll per accumulator).
+LIBRARY_CALLS = frozenset({"exp", "log", "tanh", "erf"})
 
 
 class Packed:
@@ -50,25 +63,28 @@ class Direct:
         m = add(self.at["m0"], i64(r))
         if self.edge:
             m = ir.Binary("min", m, sub(self.at["M"], i64(1)), I64)
-        where = {self.c.m.var: m, self.c.k.var: p}
+        where = {**self.at.get("br", {}), self.c.m.var: m, self.c.k.var: p}
         return ir.Load(self.c.a.tensor, tuple(substitute_expr(x, where) for x in self.c.a.indices),
                        self.c.dtype, self.c.a.span, safe=True)
 
     def b(self, p: ir.Expr, v: int) -> ir.Expr:
         column = ir.Ramp(add(self.at["n0"], i64(v * self.t.lanes)), 1, self.t.lanes)
-        where = {self.c.k.var: p, self.c.n.var: column}
+        where = {**self.at.get("br", {}), self.c.k.var: p, self.c.n.var: column}
         mask = ir.Binary("<", column, self.at["N"], BOOL) if self.edge else None
         return ir.Load(self.c.b.tensor, tuple(substitute_expr(x, where) for x in self.c.b.indices),
                        self.c.dtype, self.c.b.span, safe=True, mask=mask)
 
 
 def tile_body(c: Contraction, t: MicroTile, at: dict, kc: ir.Expr, first_panel: ir.Expr,
-              operands=None) -> list[ir.Stmt]:
+              operands=None, last_panel: ir.Expr | None = None) -> list[ir.Stmt]:
     """Statements computing the tile at C[at['m0'].., at['n0']..].
 
     `at` holds i64 expressions: m0, n0 (the tile's corner in C), rows and cols
     (how much of the tile lies inside C), M and N (C's extents), and what the
-    operands need (`Packed`, the default: a0, b0 and the buffers Ap, Bp).
+    operands need (`Packed`, the default: a0, b0 and the buffers Ap, Bp);
+    `at['br']` maps the batch-reduce loops' variables to their values, or,
+    when `at['br_loops']` is true, the batch-reduce loops run here, around k.
+    `last_panel` (default: always) says when the epilogue applies.
     """
     operands = operands or Packed(c, t, at)
     dtype = c.dtype
@@ -76,12 +92,16 @@ def tile_body(c: Contraction, t: MicroTile, at: dict, kc: ir.Expr, first_panel: 
            for r in range(t.mr)]
     full = ir.Binary("and", compare("==", at["rows"], i64(t.mr)), compare("==", at["cols"], i64(t.nr)), BOOL)
 
+    def column(v: int) -> ir.Expr:
+        return ir.Ramp(add(at["n0"], i64(v * t.lanes)), 1, t.lanes)
+
+    def at_element(r: int, v: int) -> dict:
+        return {c.m.var: add(at["m0"], i64(r)), c.n.var: column(v)}
+
     def c_access(r: int, v: int):
         """C's indices for row r, vector v of the tile, and the mask of its columns in C."""
-        column = ir.Ramp(add(at["n0"], i64(v * t.lanes)), 1, t.lanes)
-        indices = tuple(substitute_expr(x, {c.m.var: add(at["m0"], i64(r)), c.n.var: column})
-                        for x in c.store.indices)
-        return indices, ir.Binary("<", column, at["N"], BOOL)
+        indices = tuple(substitute_expr(x, at_element(r, v)) for x in c.store.indices)
+        return indices, ir.Binary("<", column(v), at["N"], BOOL)
 
     def each(make) -> list[ir.Stmt]:
         """`make(r, v, masked)` for every accumulator: unmasked when the tile is whole."""
@@ -103,9 +123,73 @@ def tile_body(c: Contraction, t: MicroTile, at: dict, kc: ir.Expr, first_panel: 
         return [ir.Store(c.store.tensor, indices, ir.Var(acc[r][v]), c.store.span, safe=True,
                          mask=mask if masked else None)]
 
+    def store_epilogue(r: int, v: int, masked: bool) -> list[ir.Stmt]:
+        indices, mask = c_access(r, v)
+        value = _epilogue(c, {**at_element(r, v), c.acc: ir.Var(acc[r][v])}, mask if masked else None)
+        return [ir.Store(c.store.tensor, indices, value, c.store.span, safe=True, mask=mask if masked else None)]
+
     zero = [ir.Assign(a, ir.Const(0.0, dtype)) for row in acc for a in row]
-    init = ir.If(first_panel, tuple(zero), tuple(each(load_c)))
-    return [init, *_prefetch_next(c, t, at), _k_loop(c, t, operands, kc, acc), *each(store_c)]
+    init = ir.If(first_panel, tuple(zero), tuple(each(load_c))) if not c.accumulate else each(load_c)[0]
+    store = each(store_c)
+    if c.epilogue is not None and _calls_library(c.epilogue):
+        # exp, erf, ... are calls per lane: once per row of the tile, from C
+        # (still in L1), not unrolled over every accumulator.
+        finish = [_epilogue_rows(c, t, at, column)]
+        store = store + (finish if last_panel is None else [ir.If(last_panel, tuple(finish))])
+    elif c.epilogue is not None:
+        finished = each(store_epilogue)
+        store = finished if last_panel is None else [ir.If(last_panel, tuple(finished), tuple(store))]
+    k_loop = [_k_loop(c, t, operands, kc, acc)]
+    if at.get("br_loops"):
+        k_loop = _around(k_loop, c.br, at["br"])
+    return [init, *_prefetch_next(c, t, at), *k_loop, *store]
+
+
+def _calls_library(e: ir.Expr) -> bool:
+    return any(isinstance(x, ir.Unary) and x.op in LIBRARY_CALLS for x in walk_expr(e))
+
+
+def _epilogue_rows(c: Contraction, t: MicroTile, at: dict, column) -> ir.For:
+    """for r in range(rows): C[m0 + r, tile's columns] = f(C[..]), masked to C."""
+    r = ir.Sym("r", I64, "loop")
+    body = []
+    for v in range(t.vectors):
+        where = {c.m.var: add(at["m0"], ir.Var(r)), c.n.var: column(v)}
+        indices = tuple(substitute_expr(x, where) for x in c.store.indices)
+        mask = ir.Binary("<", column(v), at["N"], BOOL)
+        now = ir.Load(c.store.tensor, indices, c.dtype, safe=True, mask=mask)
+        value = _epilogue(c, {**where, c.acc: now}, mask)
+        body.append(ir.Store(c.store.tensor, indices, value, c.store.span, safe=True, mask=mask))
+    return ir.For(r, i64(0), at["rows"], 1, tuple(body), "epilogue", span=c.store.span)
+
+
+def _epilogue(c: Contraction, where: dict, mask: ir.Expr | None) -> ir.Expr:
+    """The epilogue on one accumulator vector; loads along the vector are masked
+    like the tile's columns."""
+    value = substitute_expr(c.epilogue, where)
+
+    def masked(e: ir.Expr) -> ir.Expr:
+        if isinstance(e, ir.Load) and mask is not None and any(
+                isinstance(x, ir.Ramp) for i in e.indices for x in walk_expr(i)):
+            return ir.Load(e.tensor, e.indices, e.type, e.span, safe=True, mask=mask)
+        return e
+
+    return map_expr(value, masked)
+
+
+def batch_reduce_vars(c: Contraction) -> dict:
+    """Fresh variables for the batch-reduce loops (each copy of the loops gets
+    its own: see `fresh_locals`)."""
+    return {r.var: ir.Var(fresh(r.var)) for r in c.br}
+
+
+def _around(body: list[ir.Stmt], loops: tuple[ir.For, ...], fresh_vars: dict) -> list[ir.Stmt]:
+    """`body` inside copies of the batch-reduce `loops` (outermost first), on
+    the variables `fresh_vars` gives them."""
+    for loop in reversed(loops):
+        var = fresh_vars[loop.var].sym
+        body = [ir.For(var, i64(0), loop.stop, 1, tuple(body), loop.name, span=loop.span)]
+    return body
 
 
 def _prefetch_next(c: Contraction, t: MicroTile, at: dict) -> list[ir.Stmt]:

@@ -30,7 +30,7 @@ def pack_b(c: Contraction, t: MicroTile, at: dict) -> list[ir.Stmt]:
 
     def b_at(n: ir.Expr) -> ir.Load:
         n_at = add(add(at["jc"], ir.Var(js)), n)
-        indices = tuple(substitute_expr(x, {c.k.var: k_at, c.n.var: n_at}) for x in c.b.indices)
+        indices = tuple(substitute_expr(x, {**at.get("br", {}), c.k.var: k_at, c.n.var: n_at}) for x in c.b.indices)
         return ir.Load(c.b.tensor, indices, dtype, c.b.span, safe=True)
 
     whole = [ir.Store(at["Bp"], (ir.Ramp(add(row, i64(v * t.lanes)), 1, t.lanes),),
@@ -55,7 +55,8 @@ def pack_a(c: Contraction, t: MicroTile, at: dict) -> list[ir.Stmt]:
     p, i = ir.Sym("p", I64, "loop"), ir.Sym("i", I64, "loop")
     m0 = add(at["ic"], ir.Var(strip_var))
     col = add(mul(m0, at["kc"]), mul(ir.Var(p), i64(t.mr)))
-    a_indices = tuple(substitute_expr(x, {c.m.var: add(m0, ir.Var(i)), c.k.var: add(at["pc"], ir.Var(p))})
+    a_indices = tuple(substitute_expr(x, {**at.get("br", {}), c.m.var: add(m0, ir.Var(i)),
+                                         c.k.var: add(at["pc"], ir.Var(p))})
                       for x in c.a.indices)
     copy = ir.Store(at["Ap"], (add(col, ir.Var(i)),), ir.Load(c.a.tensor, a_indices, dtype, c.a.span, safe=True),
                     span, safe=True)

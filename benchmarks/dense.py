@@ -1,0 +1,217 @@
+"""The dense standard library (`dsl.ops`) against numpy and torch, at 1 and 2
+threads, interleaved in one process (each sample runs every library once, in
+turn; the table shows medians). Prints GFLOP/s or GB/s and the ratios.
+
+    python benchmarks/dense.py [--quick] [--markdown FILE]
+
+Cases: SGEMM (square, the issue's 512x3584x3584, odd sizes), the batched
+broadcast (1,128,256) @ (64,256,128), the seeds' tensor-operation
+configuration as GEMM, BRGEMM and BRGEMM + zero + ReLU, matvec, permute.
+Needs threadpoolctl and torch (`pip install threadpoolctl torch==2.13.0`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import statistics
+import sys
+import time
+
+import numpy as np
+import torch
+from numpy.lib.stride_tricks import as_strided
+from threadpoolctl import threadpool_limits
+
+import dsl
+from common import build, machine, table
+
+GEMM = [(64, 64, 64), (256, 256, 256), (512, 512, 512), (1024, 1024, 1024), (2048, 2048, 2048),
+        (512, 3584, 3584), (17, 17, 17), (77, 77, 77), (129, 129, 129), (1000, 1000, 1000)]
+QUICK_GEMM = [(64, 64, 64), (512, 512, 512), (77, 77, 77)]
+SEED = "acdf,bcef->abde"
+
+
+def interleaved(fns: dict, repeats: int, min_time: float = 0.05) -> dict:
+    """Median seconds per call of each function; the samples alternate."""
+    for fn in fns.values():
+        fn()
+    samples: dict = {name: [] for name in fns}
+    for _ in range(repeats):
+        for name, fn in fns.items():
+            calls, start = 0, time.perf_counter()
+            while True:
+                fn()
+                calls += 1
+                elapsed = time.perf_counter() - start
+                if elapsed >= min_time:
+                    break
+            samples[name].append(elapsed / calls)
+    return {name: statistics.median(s) for name, s in samples.items()}
+
+
+def rate_row(label: str, threads: int, work: float, seconds: dict) -> list[str]:
+    """work / time for each library, and numpy's and torch's time over ours."""
+    ours = seconds["dslc"]
+    rates = [f"{work / seconds[name] / 1e9:.1f}" if name in seconds else "-" for name in ("dslc", "numpy", "torch")]
+    ratios = [f"{seconds[name] / ours:.2f}" if name in seconds else "-" for name in ("numpy", "torch")]
+    return [label, str(threads), *rates, *ratios]
+
+
+def gemm_rows(sizes, threads, repeats) -> list[list[str]]:
+    rng = np.random.default_rng(0)
+    rows = []
+    for m, k, n in sizes:
+        a, b = rng.standard_normal((m, k), np.float32), rng.standard_normal((k, n), np.float32)
+        c = np.empty((m, n), np.float32)
+        ta, tb, tc = torch.from_numpy(a), torch.from_numpy(b), torch.empty((m, n))
+        for t in threads:
+            with _threads(t):
+                s = interleaved({"dslc": lambda: dsl.ops.matmul(a, b, out=c),
+                                 "numpy": lambda: np.matmul(a, b, out=c),
+                                 "torch": lambda: torch.matmul(ta, tb, out=tc)}, repeats)
+            rows.append(rate_row(f"{m}x{k}x{n}", t, 2.0 * m * n * k, s))
+    return rows
+
+
+def batched_rows(threads, repeats) -> list[list[str]]:
+    rng = np.random.default_rng(1)
+    a, b = rng.standard_normal((1, 128, 256), np.float32), rng.standard_normal((64, 256, 128), np.float32)
+    c = np.empty((64, 128, 128), np.float32)
+    ta, tb, tc = torch.from_numpy(a), torch.from_numpy(b), torch.empty((64, 128, 128))
+    rows = []
+    for t in threads:
+        with _threads(t):
+            s = interleaved({"dslc": lambda: dsl.ops.matmul(a, b, out=c), "numpy": lambda: np.matmul(a, b, out=c),
+                             "torch": lambda: torch.matmul(ta, tb, out=tc)}, repeats)
+        rows.append(rate_row("(1,128,256)@(64,256,128)", t, 2.0 * 64 * 128 * 128 * 256, s))
+    return rows
+
+
+def seed_operands():
+    """Views with the seeds' strides (in elements): A a c d f, B b c e f, C a b d e."""
+    rng = np.random.default_rng(2)
+    f = 4
+    a = as_strided(rng.standard_normal(32 * 8192, np.float32), (32, 8, 32, 32), (8192 * f, 1024 * f, f, 32 * f))
+    b = as_strided(rng.standard_normal(32 * 8192, np.float32), (32, 8, 32, 32), (8192 * f, 1024 * f, 32 * f, f))
+    c = as_strided(np.zeros(32 * 32768, np.float32), (32, 32, 32, 32), (32768 * f, 1024 * f, f, 32 * f))
+    return a, b, c
+
+
+def seed_rows(threads, repeats) -> list[list[str]]:
+    a, b, c = seed_operands()
+    lib = build("seed_tensor_ops.tk")
+    ta, tb = torch.from_numpy(np.ascontiguousarray(a)), torch.from_numpy(np.ascontiguousarray(b))
+    # The .tk kernel's axes: A (a, c, f, d), B (b, c, e, f), C (a, b, e, d).
+    gemm = lambda: lib.seed_gemm(a.transpose(0, 1, 3, 2), b, c.transpose(0, 1, 3, 2))  # noqa: E731
+    cases = {
+        "seed GEMM (c as a loop)": gemm,
+        "seed BRGEMM": lambda: dsl.ops.contract(SEED, a, b, out=c),
+        "seed BRGEMM+zero+relu": lambda: dsl.ops.contract(SEED, a, b, out=c, first_touch="zero",
+                                                          last_touch="relu"),
+    }
+    want = np.einsum(SEED, a.astype(np.float64), b.astype(np.float64))
+    rows = []
+    for label, fn in cases.items():
+        fn()
+        got = np.maximum(want, 0) if "relu" in label else want
+        assert np.allclose(c, got, rtol=1e-4, atol=1e-3), label
+        for t in threads:
+            with _threads(t):
+                s = interleaved({"dslc": fn, "numpy": lambda: np.einsum(SEED, a, b, optimize=True),
+                                 "torch": lambda: torch.einsum(SEED, ta, tb)}, repeats)
+            rows.append(rate_row(label, t, 2.0 * 32 ** 5 * 8, s))
+    return rows
+
+
+def matvec_rows(threads, repeats) -> list[list[str]]:
+    rows = []
+    rng = np.random.default_rng(3)
+    for n in (4096, 8192):
+        a, x = rng.standard_normal((n, n), np.float32), rng.standard_normal(n, np.float32)
+        y = np.empty(n, np.float32)
+        ta, tx, ty = torch.from_numpy(a), torch.from_numpy(x), torch.empty(n)
+        for t in threads:
+            with _threads(t):
+                s = interleaved({"dslc": lambda: dsl.ops.matvec(a, x, out=y), "numpy": lambda: np.matmul(a, x, out=y),
+                                 "torch": lambda: torch.mv(ta, tx, out=ty)}, repeats)
+            rows.append(rate_row(f"matvec {n}x{n}", t, 4.0 * n * (n + 2), s))
+    return rows
+
+
+def permute_rows(threads, repeats) -> list[list[str]]:
+    rows = []
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((64, 512, 512), np.float32)
+    tx = torch.from_numpy(x)
+    for axes in ((0, 2, 1), (2, 1, 0), (1, 0, 2)):
+        out = np.empty(x.transpose(axes).shape, np.float32)
+        tout = torch.from_numpy(out)
+        for t in threads:
+            with _threads(t):
+                s = interleaved({"dslc": lambda: dsl.ops.permute(x, axes, out=out),
+                                 "numpy": lambda: np.copyto(out, x.transpose(axes)),
+                                 "torch": lambda: tout.copy_(tx.permute(axes))}, repeats)
+            rows.append(rate_row(f"permute {x.shape} {axes}", t, 2.0 * x.nbytes, s))
+    return rows
+
+
+class _threads:
+    """dslc, OpenBLAS (numpy) and torch all on `n` threads."""
+
+    def __init__(self, n: int):
+        self.n, self.limits = n, threadpool_limits(limits=n)
+
+    def __enter__(self):
+        dsl.set_num_threads(self.n)
+        torch.set_num_threads(self.n)
+        return self
+
+    def __exit__(self, *exc):
+        self.limits.restore_original_limits()
+        dsl.set_num_threads(0)
+
+
+HEADER = {"GFLOP/s": ["case", "threads", "dslc GFLOP/s", "numpy GFLOP/s", "torch GFLOP/s", "numpy/dslc time",
+                      "torch/dslc time"],
+          "GB/s": ["case", "threads", "dslc GB/s", "numpy GB/s", "torch GB/s", "numpy/dslc time",
+                   "torch/dslc time"]}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="a few sizes, fewer samples")
+    parser.add_argument("--markdown", help="also write the tables, with machine and date, to this file")
+    args = parser.parse_args()
+    repeats, threads = (3, [1, 2]) if args.quick else (7, [1, 2])
+    sections = [
+        ("SGEMM, C = A @ B (dsl.ops.matmul)", "GFLOP/s", lambda: gemm_rows(QUICK_GEMM if args.quick else GEMM,
+                                                                         threads, repeats)),
+        ("Batched matmul with a broadcast batch (dsl.ops.matmul)", "GFLOP/s", lambda: batched_rows(threads, repeats)),
+        ("The seeds' tensor-operation configuration (references: einsum of the same views)", "GFLOP/s",
+         lambda: seed_rows(threads, repeats)),
+        ("Matrix-vector product (dsl.ops.matvec), bytes of A and the vectors", "GB/s",
+         lambda: matvec_rows(threads, repeats)),
+        ("Permute (dsl.ops.permute), bytes read + written", "GB/s", lambda: permute_rows(threads, repeats)),
+    ]
+    when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    lines = [f"Machine: {machine()}; {when}; medians of {repeats} interleaved samples; "
+             f"numpy {np.__version__}, torch {torch.__version__}.", ""]
+    for title, unit, rows_of in sections:
+        rows = rows_of()
+        print(f"\n{title}\n{table(HEADER[unit], rows)}", flush=True)
+        lines += [f"### {title}", "", _markdown(HEADER[unit], rows), ""]
+    if args.markdown:
+        with open(args.markdown, "w") as f:
+            f.write("\n".join(lines))
+    return 0
+
+
+def _markdown(header: list[str], rows: list[list[str]]) -> str:
+    out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    out += ["| " + " | ".join(row) + " |" for row in rows]
+    return "\n".join(out)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,100 @@
+"""Argument checks and views shared by the `dsl.ops` wrappers.
+
+Every check runs before any native code, and raises the `TypeError` or
+`ValueError` numpy would, in numpy's message style, naming the op:
+
+    >>> check_float_dtype("matmul", np.zeros(2, np.int32))      # doctest: +SKIP
+    TypeError: matmul: unsupported dtype int32 (float32 and float64 are)
+
+Views never copy unless a layout cannot be described by element strides
+(byte strides that are not a multiple of the item size, unaligned data):
+then `kernel_view` copies, so a kernel never sees such memory.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.lib.stride_tricks import as_strided
+
+FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
+SUFFIX = {np.dtype(np.float32): "f32", np.dtype(np.float64): "f64"}
+
+
+def as_array(op: str, name: str, value) -> np.ndarray:
+    """`value` as an ndarray (no copy for arrays and buffers)."""
+    if isinstance(value, np.ndarray):
+        return value
+    try:
+        return np.asarray(value)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"{op}: {name} must be an array, got {type(value).__name__} ({exc})") from None
+
+
+def check_float_dtype(op: str, *arrays: np.ndarray) -> np.dtype:
+    """The common float dtype of `arrays` (float32 and float64 mix as numpy's
+    promotion does, to float64); TypeError for any other dtype."""
+    for a in arrays:
+        if a.dtype.base not in FLOATS and a.dtype.newbyteorder("=") not in FLOATS:
+            raise TypeError(f"{op}: unsupported dtype {a.dtype} (float32 and float64 are)")
+    return np.result_type(*[a.dtype.newbyteorder("=") for a in arrays])
+
+
+def kernel_view(a: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """`a` as `dtype` in native byte order, copied only when it must be (another
+    dtype, foreign byte order, unaligned, strides that are no whole elements)."""
+    if a.dtype != dtype or not a.dtype.isnative:
+        return a.astype(dtype)
+    if not a.flags.aligned or any(s % a.itemsize for s in a.strides):
+        return np.array(a, dtype=dtype)
+    return a
+
+
+def check_out(op: str, out, shape: tuple, dtype: np.dtype) -> np.ndarray:
+    """`out` when it can hold the result: exactly `shape` and `dtype`, writable."""
+    if not isinstance(out, np.ndarray):
+        raise TypeError(f"{op}: out must be a numpy array, got {type(out).__name__}")
+    if out.shape != tuple(shape):
+        raise ValueError(f"{op}: out has shape {out.shape}, the result has shape {tuple(shape)}")
+    if out.dtype != dtype:
+        raise TypeError(f"{op}: out has dtype {out.dtype}, the result is {dtype} (no casting)")
+    if not out.flags.writeable:
+        raise ValueError(f"{op}: out is read-only")
+    return out
+
+
+def writable_target(out: np.ndarray, *inputs: np.ndarray) -> np.ndarray:
+    """Where a kernel may write `out`'s result: `out` itself, or a scratch array
+    when it overlaps an input, is unaligned, or has strides that are no whole
+    elements (copy back with `finish`)."""
+    if any(np.may_share_memory(out, a) for a in inputs) or kernel_view(out, out.dtype) is not out:
+        return np.empty(out.shape, out.dtype)
+    return out
+
+
+def finish(target: np.ndarray, out: np.ndarray) -> np.ndarray:
+    if target is not out:
+        np.copyto(out, target)
+    return out
+
+
+def merge_axes(arrays: list[np.ndarray], count: int) -> list[np.ndarray]:
+    """Views of `arrays` (same leading shape) whose first `count` axes are merged
+    where every array allows it (stride[i] == stride[i + 1] * shape[i + 1]),
+    axes of size 1 dropped; at least one leading axis is kept."""
+    shape = arrays[0].shape[:count]
+    axes = [i for i in range(count) if shape[i] != 1]
+    groups: list[list[int]] = []
+    for i in axes:
+        if groups and all(a.strides[groups[-1][-1]] == a.strides[i] * a.shape[i] for a in arrays):
+            groups[-1].append(i)
+        else:
+            groups.append([i])
+    if not groups:
+        groups = [[]]
+    out = []
+    for a in arrays:
+        lead_shape = tuple(int(np.prod([shape[i] for i in g])) for g in groups)
+        lead_strides = tuple(a.strides[g[-1]] if g else 0 for g in groups)
+        out.append(as_strided(a, lead_shape + a.shape[count:], lead_strides + a.strides[count:],
+                              writeable=a.flags.writeable))
+    return out

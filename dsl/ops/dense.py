@@ -1,0 +1,204 @@
+"""Dense linear algebra on numpy arrays, with kernels written in the language
+(`stdlib/dense.tk`): matrix products, BRGEMM, matrix-vector products, einsum
+contractions and permutations.
+
+    import numpy as np, dsl
+    a = np.ones((2, 3, 4), np.float32); b = np.ones((4, 5), np.float32)
+    c = dsl.ops.matmul(a, b)                        # numpy.matmul's semantics
+    y = dsl.ops.matvec(b.T, np.ones(4, np.float32))
+
+float32 and float64 (mixed: float64, as numpy promotes). Views of any strides
+work without a copy (transposed, sliced with steps, negative steps, broadcast
+with stride 0). Bad arguments raise numpy's errors before any native code runs.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .arrays import (SUFFIX, as_array, check_float_dtype, check_out, finish, kernel_view, merge_axes,
+                     writable_target)
+from .einsum import contract
+from .library import stdlib_library
+from .permutation import permute
+
+__all__ = ["brgemm", "contract", "matmul", "matvec", "permute"]
+
+_SIGNATURE = "(n?,k),(k,m?)->(n?,m?)"
+
+
+_library: list = []
+
+
+def _kernels():
+    """stdlib/dense.tk's library (looked up once: finding it hashes the sources)."""
+    if not _library:
+        _library.append(stdlib_library("dense"))
+    return _library[0]
+
+
+def matmul(a, b, *, out=None) -> np.ndarray:
+    """The matrix product with numpy.matmul's rules: 1-D operands are promoted
+    to a row (a) or column (b) and the axis removed after; N-D operands are
+    stacks of matrices whose batch axes broadcast (an axis of 1 repeats).
+
+    >>> dsl.ops.matmul(np.eye(2, dtype=np.float32), np.ones((2, 3), np.float32)).shape
+    (2, 3)
+    """
+    done = _plain_2d(a, b, out)
+    if done is not None:
+        return done
+    a, b = as_array("matmul", "a", a), as_array("matmul", "b", b)
+    dtype = check_float_dtype("matmul", a, b)
+    for index, x in enumerate((a, b)):
+        if x.ndim == 0:
+            raise ValueError(f"matmul: Input operand {index} does not have enough dimensions (has 0, gufunc "
+                             f"core with signature {_SIGNATURE} requires 1)")
+    a2 = a[None, :] if a.ndim == 1 else a
+    b2 = b[:, None] if b.ndim == 1 else b
+    (m, k), (k2, n) = a2.shape[-2:], b2.shape[-2:]
+    if k != k2:
+        raise ValueError(f"matmul: Input operand 1 has a mismatch in its core dimension 0, with gufunc "
+                         f"signature {_SIGNATURE} (size {k2} is different from {k})")
+    try:
+        batch = np.broadcast_shapes(a2.shape[:-2], b2.shape[:-2])
+    except ValueError:
+        raise ValueError(f"matmul: operands could not be broadcast together with batch shapes "
+                         f"{a2.shape[:-2]} and {b2.shape[:-2]} (shapes {a.shape} and {b.shape})") from None
+    result_shape = batch + ((m,) if a.ndim > 1 else ()) + ((n,) if b.ndim > 1 else ())
+    if out is None:
+        out = np.empty(result_shape, dtype)
+    else:
+        check_out("matmul", out, result_shape, dtype)
+    if out.size == 0:
+        return out
+    target = writable_target(out, a, b)
+    c = target
+    if a.ndim == 1:
+        c = np.expand_dims(c, -1 if b.ndim == 1 else -2)
+    if b.ndim == 1:
+        c = np.expand_dims(c, -1)
+    _product(kernel_view(a2, dtype), kernel_view(b2, dtype), c, batch, b.ndim == 1)
+    return finish(target, out)
+
+
+_NATIVE = {np.dtype(np.float32): "f32", np.dtype(np.float64): "f64"}
+
+
+def _plain_2d(a, b, out) -> np.ndarray | None:
+    """The common call, checked in a few steps (the general path costs ~8 us):
+    two matrices of one native float dtype that agree, no `out` or a fresh
+    one. None when anything else is asked, for the general path to handle."""
+    if type(a) is not np.ndarray or type(b) is not np.ndarray or a.ndim != 2 or b.ndim != 2:
+        return None
+    t = _NATIVE.get(a.dtype)
+    if t is None or b.dtype != a.dtype or a.shape[1] != b.shape[0] or not (a.flags.aligned and b.flags.aligned):
+        return None
+    shape = (a.shape[0], b.shape[1])
+    if out is None:
+        out = np.empty(shape, a.dtype)
+    elif type(out) is not np.ndarray or out.shape != shape or out.dtype != a.dtype or not out.flags.c_contiguous \
+            or not out.flags.writeable or np.may_share_memory(out, a) or np.may_share_memory(out, b):
+        return None
+    if a.itemsize and any(s % a.itemsize for s in a.strides + b.strides):
+        return None
+    if out.size:
+        getattr(_kernels(), f"matmul_batch_{t}")(a[None], b[None], out[None])
+    return out
+
+
+def _product(a: np.ndarray, b: np.ndarray, c: np.ndarray, batch: tuple, column: bool) -> None:
+    """c[..., m, n] = a[..., m, :] @ b[..., :, n] with batch axes broadcast."""
+    lib, t = _kernels(), SUFFIX[c.dtype]
+    if column and a.ndim >= 2 and b.ndim == 2:  # matrices times a vector: all rows at once
+        rows, y = merge_axes([np.broadcast_to(a, batch + a.shape[-2:]), c[..., 0]], len(batch) + 1)
+        if rows.ndim == 2:
+            _matvec(lib, t, rows, b[:, 0], y)
+            return
+    if not batch:
+        getattr(lib, f"matmul_batch_{t}")(a[None], b[None], c[None])
+        return
+    views = merge_axes([np.broadcast_to(a, batch + a.shape[-2:]), np.broadcast_to(b, batch + b.shape[-2:]), c],
+                       len(batch))
+    _batched(lib, t, *views)
+
+
+def _batched(lib, t: str, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> None:
+    """One batch axis in one call; more (layouts no view merges) loop here."""
+    if a.ndim == 3:
+        getattr(lib, f"matmul_batch_{t}")(a, b, c)
+    else:
+        for i in range(a.shape[0]):
+            _batched(lib, t, a[i], b[i], c[i])
+
+
+def matvec(a, x, *, out=None) -> np.ndarray:
+    """y = a @ x for a matrix `a` (M x K) and a vector `x` (K): memory-bound,
+    one pass over `a` in whichever order its layout makes contiguous.
+
+    >>> dsl.ops.matvec(np.ones((3, 4), np.float32), np.ones(4, np.float32))
+    array([4., 4., 4.], dtype=float32)
+    """
+    a, x = as_array("matvec", "a", a), as_array("matvec", "x", x)
+    dtype = check_float_dtype("matvec", a, x)
+    if a.ndim != 2 or x.ndim != 1:
+        raise ValueError(f"matvec: expects a matrix and a vector, got shapes {a.shape} and {x.shape}")
+    if a.shape[1] != x.shape[0]:
+        raise ValueError(f"matvec: shapes {a.shape} and {x.shape} not aligned: {a.shape[1]} (dim 1) != "
+                         f"{x.shape[0]} (dim 0)")
+    if out is None:
+        out = np.empty(a.shape[0], dtype)
+    else:
+        check_out("matvec", out, (a.shape[0],), dtype)
+    if out.size == 0:
+        return out
+    target = writable_target(out, a, x)
+    _matvec(_kernels(), SUFFIX[dtype], kernel_view(a, dtype), kernel_view(x, dtype), target)
+    return finish(target, out)
+
+
+def _matvec(lib, t: str, a: np.ndarray, x: np.ndarray, y: np.ndarray) -> None:
+    # Rows contiguous: dot products; columns contiguous: axpy over blocks of y.
+    rows = abs(a.strides[1]) == a.itemsize or abs(a.strides[0]) != a.itemsize
+    getattr(lib, f"matvec_{'rows' if rows else 'cols'}_{t}")(a, x, y)
+
+
+def brgemm(a_blocks, b_blocks, c, *, beta: float = 1.0) -> np.ndarray:
+    """The batch-reduce GEMM, in place: c = beta * c + sum over r of
+    a_blocks[r] @ b_blocks[r]. beta = 0 ignores c's old contents (NaN too).
+
+    >>> c = np.zeros((2, 3), np.float32)
+    >>> dsl.ops.brgemm(np.ones((4, 2, 5), np.float32), np.ones((4, 5, 3), np.float32), c)[0, 0]
+    20.0
+    """
+    a = as_array("brgemm", "a_blocks", a_blocks)
+    b = as_array("brgemm", "b_blocks", b_blocks)
+    if not isinstance(c, np.ndarray):
+        raise TypeError(f"brgemm: c must be a numpy array (it is updated in place), got {type(c).__name__}")
+    dtype = check_float_dtype("brgemm", a, b, c)
+    if c.dtype != dtype:
+        raise TypeError(f"brgemm: c has dtype {c.dtype}, the operands make {dtype} (no casting)")
+    if a.ndim != 3 or b.ndim != 3 or c.ndim != 2:
+        raise ValueError(f"brgemm: expects a_blocks (R, M, K), b_blocks (R, K, N) and c (M, N), got shapes "
+                         f"{a.shape}, {b.shape} and {c.shape}")
+    (r, m, k), (r2, k2, n) = a.shape, b.shape
+    if r != r2 or k != k2 or c.shape != (m, n):
+        raise ValueError(f"brgemm: shapes do not agree: a_blocks {a.shape} (R, M, K), b_blocks {b.shape} "
+                         f"(R, K, N), c {c.shape} (M, N)")
+    if not c.flags.writeable:
+        raise ValueError("brgemm: c is read-only")
+    if isinstance(beta, (bool, np.bool_)) or not isinstance(beta, (int, float, np.integer, np.floating)):
+        raise TypeError(f"brgemm: beta must be a number, got {type(beta).__name__}")
+    if c.size == 0:
+        return c
+    lib, t = _kernels(), SUFFIX[dtype]
+    target = writable_target(c, a, b)
+    if target is not c and beta != 0:
+        np.copyto(target, c)
+    a, b = kernel_view(a, dtype), kernel_view(b, dtype)
+    if beta == 0:
+        getattr(lib, f"fill_{t}")(0.0, target)
+    elif beta != 1:
+        getattr(lib, f"scale_{t}")(float(beta), target)
+    getattr(lib, f"brgemm_acc_{t}")(a, b, target)
+    return finish(target, c)

@@ -1,0 +1,91 @@
+"""`dsl.ops.permute`: a copy of an array into a permuted layout (the seeds'
+unary permutation, e.g. `trus -> turs`), by the kernels of `stdlib/permute.tk`.
+
+The copy `out = x.transpose(axes)` runs over the axes of the two layouts,
+merged where both allow it and ordered so that the output's contiguous axis
+is innermost and the input's contiguous axis next to it: the kernels copy 32
+x 32 tiles of those two, so reads and writes both use whole cache lines.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .arrays import as_array, check_out, finish, merge_axes, writable_target
+from .library import stdlib_library
+
+_BITS = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
+_library: list = []
+_SMALL_BATCH = 4  # fewer planes than this: each plane's tile rows go to the threads instead
+
+
+def permute(x, axes, out=None) -> np.ndarray:
+    """A new array (or `out`) holding `x.transpose(axes)`, C-contiguous.
+
+    >>> dsl.ops.permute(np.arange(6, dtype=np.float32).reshape(2, 3), (1, 0))
+    array([[0., 3.],
+           [1., 4.],
+           [2., 5.]], dtype=float32)
+    """
+    x = as_array("permute", "x", x)
+    axes = _check_axes(x, axes)
+    if x.dtype.hasobject or x.dtype.itemsize not in _BITS:
+        raise TypeError(f"permute: unsupported dtype {x.dtype} (any dtype of 1, 2, 4 or 8 bytes, not objects)")
+    src = x.transpose(axes)
+    if out is None:
+        out = np.empty(src.shape, x.dtype)
+    else:
+        check_out("permute", out, src.shape, x.dtype)
+    if out.size == 0:
+        return out
+    target = writable_target(out, x)
+    _copy(src, target)
+    return finish(target, out)
+
+
+def _check_axes(x: np.ndarray, axes) -> tuple[int, ...]:
+    try:
+        axes = tuple(int(a) for a in axes)
+    except TypeError:
+        raise TypeError(f"permute: axes must be a sequence of integers, got {type(axes).__name__}") from None
+    if len(axes) != x.ndim:
+        raise ValueError(f"permute: axes don't match array (got {len(axes)} axes for an array of {x.ndim} dimensions)")
+    normal = tuple(a + x.ndim if a < 0 else a for a in axes)
+    if any(not 0 <= a < x.ndim for a in normal):
+        raise ValueError(f"permute: axis out of bounds in {axes} for an array of {x.ndim} dimensions")
+    if len(set(normal)) != len(normal):
+        raise ValueError(f"permute: repeated axis in transpose ({axes})")
+    return normal
+
+
+def _copy(src: np.ndarray, dst: np.ndarray) -> None:
+    """dst[...] = src, element bits as they are."""
+    unsigned = _BITS[src.itemsize]
+    if src.strides and any(s % src.itemsize for s in src.strides + dst.strides) or not src.flags.aligned:
+        np.copyto(dst, src)  # layouts no element stride describes: numpy's copy is the one that can
+        return
+    src, dst = src.view(unsigned), dst.view(unsigned)
+    order = sorted(range(src.ndim), key=lambda i: (abs(dst.strides[i]), abs(src.strides[i])), reverse=True)
+    src, dst = src.transpose(order), dst.transpose(order)
+    src, dst = merge_axes([src, dst], src.ndim)
+    if src.ndim >= 2:  # the input's most contiguous axis next to the innermost
+        inner = min(range(src.ndim - 1), key=lambda i: abs(src.strides[i]))
+        if abs(src.strides[inner]) < abs(src.strides[-1]):
+            rest = [i for i in range(src.ndim - 1) if i != inner] + [inner, src.ndim - 1]
+            src, dst = src.transpose(rest), dst.transpose(rest)
+    while src.ndim < 2:
+        src, dst = src[None], dst[None]
+    if not _library:  # looked up once: finding it hashes the sources
+        _library.append(stdlib_library("permute"))
+    _planes(_library[0], unsigned, src, dst)
+
+
+def _planes(lib, unsigned, src: np.ndarray, dst: np.ndarray) -> None:
+    t = f"u{np.dtype(unsigned).itemsize * 8}"
+    if src.ndim == 2:
+        getattr(lib, f"permute2_{t}")(src, dst)
+    elif src.ndim == 3 and src.shape[0] >= _SMALL_BATCH:
+        getattr(lib, f"permute3_{t}")(src, dst)
+    else:
+        for i in range(src.shape[0]):
+            _planes(lib, unsigned, src[i], dst[i])

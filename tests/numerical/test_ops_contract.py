@@ -1,0 +1,140 @@
+"""dsl.ops.contract against numpy.einsum: batch, permuted and repeated
+indices, several summed indices (batch-reduce), one and three operands,
+implicit outputs, views of any strides, the seeds' tensor-backend
+configuration, fused first and last touches, errors, 1 and 2 threads.
+
+Every spec and layout compiles a kernel of its own (seconds each), so the
+cases are few and each covers several things."""
+
+from math import erf
+
+import numpy as np
+import pytest
+from numpy.lib.stride_tricks import as_strided
+
+import dsl
+
+
+def rand(shape, dtype=np.float32, seed=0):
+    rng = np.random.default_rng(seed + sum((i + 3) * s for i, s in enumerate(shape)))
+    return rng.standard_normal(shape).astype(dtype)
+
+
+def check(got, spec, *operands, rtol=1e-6):
+    want = np.einsum(spec, *[np.asarray(x, np.float64) for x in operands])
+    scale = 1 + np.einsum(spec, *[np.abs(np.asarray(x, np.float64)) for x in operands])
+    terms = spec.split("->")[0].split(",")
+    summed = max(1, int(np.prod([s for t, x in zip(terms, operands) for lab, s in zip(t, x.shape)
+                                 if lab not in spec.split("->")[-1]]) or 1))
+    assert got.shape == want.shape
+    assert np.all(np.abs(got - want) <= rtol * summed ** 0.5 * scale)
+
+
+CASES = [
+    ("bmk,bkn->bmn", [(3, 17, 19), (3, 19, 23)]),
+    ("abcd,aecf->bedf", [(5, 6, 7, 9), (5, 10, 7, 11)]),       # two summed indices: batch-reduce
+    ("ij,jk->ik", [(33, 1), (1, 65)]),
+    ("iij,jk->ki", [(13, 13, 8), (8, 29)]),                    # repeated index: a diagonal
+    ("ij,jk,kl->il", [(4, 5), (5, 6), (6, 7)]),                # three operands: plain loops
+    ("ij,jk", [(6, 7), (7, 8)]),                               # implicit output
+    ("ii->i", [(9, 9)]), ("ij->ji", [(5, 8)]), ("ij,ij->", [(4, 6), (4, 6)]), ("i,j->ij", [(5,), (7,)]),
+    ("ik,k->i", [(40, 30), (30,)]), ("bij,bj->bi", [(0, 3, 4), (0, 4)]), ("ij,jk->ik", [(5, 0), (0, 4)]),
+]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("spec, shapes", CASES)
+def test_against_einsum(spec, shapes, dtype):
+    operands = [rand(s, dtype, i) for i, s in enumerate(shapes)]
+    got = dsl.ops.contract(spec, *operands)
+    assert got.dtype == dtype
+    check(got, spec, *operands, rtol=1e-6 if dtype == np.float32 else 1e-14)
+
+
+def test_views_and_out():
+    a = rand((40, 30, 2))[:, ::-2, 0]                           # (40, 15), negative stride
+    b = rand((20, 15)).T                                         # transposed
+    out = np.full((20, 80), np.nan, np.float32)[:, ::2].T        # strided, transposed
+    assert dsl.ops.contract("ij,jk->ik", a, b, out=out) is out
+    check(out, "ij,jk->ik", a, b)
+    assert np.isnan(np.asarray(out.base)[:, 1::2]).all()
+
+
+def seed_operands():
+    """The seeds' configuration: dims (M, N, K, M, N, K) = (32, 32, 8, 32, 32, 32),
+    strides_in0 (8192, 0, 1024, 1, 0, 32), strides_in1 (0, 8192, 1024, 0, 32, 1),
+    strides_out (32768, 1024, 0, 1, 32, 0), labelled a b c d e f."""
+    f = 4
+    a = as_strided(rand((32 * 8192,)), (32, 8, 32, 32), (8192 * f, 1024 * f, 1 * f, 32 * f))     # a c d f
+    b = as_strided(rand((32 * 8192,), seed=1), (32, 8, 32, 32), (8192 * f, 1024 * f, 32 * f, f))  # b c e f
+    c = as_strided(np.zeros(32 * 32768, np.float32), (32, 32, 32, 32), (32768 * f, 1024 * f, f, 32 * f))  # a b d e
+    return a, b, c
+
+
+SEED = "acdf,bcef->abde"
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_seed_configuration(threads):
+    a, b, c = seed_operands()
+    c[...] = np.nan
+    dsl.set_num_threads(threads)
+    dsl.ops.contract(SEED, a, b, out=c, first_touch="zero", last_touch="relu")
+    want = np.maximum(np.einsum(SEED, a.astype(np.float64), b.astype(np.float64)), 0)
+    assert np.allclose(c, want, rtol=1e-5, atol=1e-4)
+    before = rand((32, 32, 32, 32), seed=3)
+    c[...] = before
+    dsl.ops.contract(SEED, a, b, out=c, first_touch="accumulate")
+    dsl.set_num_threads(0)
+    want = before + np.einsum(SEED, a.astype(np.float64), b.astype(np.float64))
+    assert np.allclose(c, want, rtol=1e-5, atol=1e-4)
+
+
+def test_bias_and_activations():
+    a, b = rand((2, 9, 17)), rand((2, 17, 37))
+    bias = rand((37,), seed=5)
+    got = dsl.ops.contract("bmk,bkn->bmn", a, b, last_touch=[("bias", bias), "gelu", "silu"])
+    x = np.einsum("bmk,bkn->bmn", a.astype(np.float64), b.astype(np.float64)) + bias
+    g = 0.5 * x * (1 + np.vectorize(erf)(x / np.sqrt(2)))
+    assert np.allclose(got, g / (1 + np.exp(-g)), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("bias_shape", [(), (9, 1), (2, 1, 37)])
+def test_bias_broadcast(bias_shape):
+    """A bias along any of the output's axes (or a scalar) broadcasts."""
+    a, b = rand((2, 9, 17)), rand((2, 17, 37))
+    bias = rand(bias_shape, seed=6)
+    got = dsl.ops.contract("bmk,bkn->bmn", a, b, last_touch=("bias", bias))
+    want = np.einsum("bmk,bkn->bmn", a.astype(np.float64), b.astype(np.float64)) + bias
+    assert np.allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_accumulate_with_relu_is_the_seeds_last_touch():
+    """Without a zero first touch, relu applies to out + the sum."""
+    a, b = rand((7, 5)), rand((5, 9))
+    out = rand((7, 9), seed=2)
+    want = np.maximum(out + a.astype(np.float64) @ b, 0)
+    dsl.ops.contract("mk,kn->mn", a, b, out=out, first_touch="accumulate", last_touch="relu")
+    assert np.allclose(out, want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("call, error, text", [
+    (lambda: dsl.ops.contract("ij,jk->ik", np.ones((2, 3)), np.ones((4, 5))), ValueError,
+     "size of label 'j' for operand 1 (4) does not match previous terms (3)"),
+    (lambda: dsl.ops.contract("ij,jk->ik", np.ones((2, 3))), ValueError, "2 operand terms, 1 operands"),
+    (lambda: dsl.ops.contract("ijk->i", np.ones((2, 3))), ValueError, "operand 0 has 2 dimensions"),
+    (lambda: dsl.ops.contract("ij->iz", np.ones((2, 3))), ValueError, "output subscript 'z'"),
+    (lambda: dsl.ops.contract("ij->ii", np.ones((2, 2))), ValueError, "appears more than once"),
+    (lambda: dsl.ops.contract("...i->i", np.ones((2, 2))), ValueError, "ellipsis"),
+    (lambda: dsl.ops.contract("ij->i", np.ones((2, 2), np.int8)), TypeError, "unsupported dtype int8"),
+    (lambda: dsl.ops.contract("ij->i", np.ones((2, 2)), last_touch="tanh"), ValueError, "unknown last_touch"),
+    (lambda: dsl.ops.contract("ij->i", np.ones((2, 2)), first_touch="one"), ValueError, "first_touch must be"),
+    (lambda: dsl.ops.contract("ij->i", np.ones((2, 2)), first_touch="accumulate"), ValueError, "must be given"),
+    (lambda: dsl.ops.contract("ij->i", np.ones((2, 2)), out=np.ones(3)), ValueError, "out has shape (3,)"),
+    (lambda: dsl.ops.contract("ij->i", np.ones((2, 2)), last_touch=("bias", np.ones(3))), ValueError,
+     "does not broadcast"),
+])
+def test_errors(call, error, text):
+    with pytest.raises(error) as info:
+        call()
+    assert text in str(info.value) and str(info.value).startswith("contract: ")

@@ -1,0 +1,141 @@
+"""dsl.ops.matmul against numpy.matmul: shapes with 0, 1, primes, tall and
+skinny; views (transposed, stepped, negative steps, broadcast); 1-D and N-D
+operands with broadcast batch axes; float32, float64 and mixed; `out`;
+errors raised before any kernel runs; 1 and 2 threads.
+
+Tolerance: |got - want| <= rtol * sqrt(K) * (1 + |a| @ |b|), from a float64
+reference; rtol 1e-6 for float32 (the issue's 1e-5 relative bound, tighter),
+1e-14 for float64.
+"""
+
+import numpy as np
+import pytest
+
+import dsl
+
+RTOL = {np.float32: 1e-6, np.float64: 1e-14}
+
+
+def close(got, a, b):
+    a64, b64 = np.asarray(a, np.float64), np.asarray(b, np.float64)
+    want = np.matmul(a64, b64)
+    scale = 1.0 + np.matmul(np.abs(a64), np.abs(b64))
+    k = a64.shape[-1]
+    assert got.shape == want.shape
+    assert got.dtype == np.result_type(a, b)
+    assert np.all(np.abs(got - want) <= RTOL[got.dtype.type] * max(1, k) ** 0.5 * scale)
+
+
+def rand(shape, dtype=np.float32, seed=0):
+    rng = np.random.default_rng(seed + sum((i + 3) * s for i, s in enumerate(shape)))
+    return rng.standard_normal(shape).astype(dtype)
+
+
+SIZES = [(0, 3, 4), (3, 0, 4), (3, 4, 0), (1, 1, 1), (1, 7, 1), (2, 3, 5), (7, 11, 13), (17, 1, 19),
+         (31, 37, 41), (64, 64, 64), (1, 257, 3), (300, 2, 5), (3, 5, 300), (127, 131, 137), (260, 600, 70)]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("size", SIZES)
+def test_2d(size, dtype):
+    m, k, n = size
+    a, b = rand((m, k), dtype), rand((k, n), dtype, 1)
+    close(dsl.ops.matmul(a, b), a, b)
+
+
+@pytest.mark.parametrize("size", [(7, 11, 13), (64, 65, 66), (200, 150, 170)])
+def test_views(size):
+    m, k, n = size
+    big_a, big_b = rand((2 * k, 3 * m)), rand((2 * n + 1, 2 * k))
+    views = [
+        (big_a[::2, ::3].T, big_b[1::2, ::2].T),        # transposed and stepped
+        (big_a[::-2, ::-3].T, big_b[::-2, :k].T[:, :n]),  # negative steps
+        (np.asfortranarray(rand((m, k))), rand((n, k)).T),
+    ]
+    for a, b in views:
+        assert a.shape == (m, k) and b.shape == (k, n)
+        close(dsl.ops.matmul(a, b), a, b)
+
+
+@pytest.mark.parametrize("shapes", [
+    ((5,), (5,)), ((5,), (5, 3)), ((4, 5), (5,)), ((2, 3, 4, 5), (5,)), ((5,), (2, 5, 3)),
+    ((2, 1, 4, 5), (3, 5, 6)), ((1, 7, 9), (6, 9, 2)), ((6, 7, 9), (9, 2)), ((3, 1, 2, 4, 5), (2, 1, 5, 3)),
+    ((0, 4, 5), (5, 2)), ((2, 3, 0), (0, 4)), ((1, 128, 256), (64, 256, 128)),
+])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_broadcast_and_vectors(shapes, dtype):
+    a, b = rand(shapes[0], dtype), rand(shapes[1], dtype, 1)
+    got = dsl.ops.matmul(a, b)
+    close(got, a, b)
+
+
+def test_batch_axes_that_do_not_merge():
+    """Batch views no stride can merge (so the op loops over the outer axis)."""
+    a = rand((4, 3, 5, 6))[:, ::2].transpose(1, 0, 2, 3)  # (2, 4, 5, 6), strides of no single batch axis
+    b = rand((4, 6, 7))[::-1]
+    close(dsl.ops.matmul(a, b), a, b)
+    c = dsl.ops.matmul(a[..., ::-1, :], np.broadcast_to(b[:1], (4, 6, 7)))
+    close(c, a[..., ::-1, :], np.broadcast_to(b[:1], (4, 6, 7)))
+
+
+def test_mixed_dtypes_promote():
+    a, b = rand((5, 6), np.float32), rand((6, 7), np.float64)
+    close(dsl.ops.matmul(a, b), a, b)
+    close(dsl.ops.matmul(a, b.astype(">f8")), a, b)  # foreign byte order
+
+
+def test_out():
+    a, b = rand((3, 4, 5)), rand((5, 6))
+    out = np.full((3, 4, 6), np.nan, np.float32)
+    assert dsl.ops.matmul(a, b, out=out) is out
+    close(out, a, b)
+    wide = np.full((3, 4, 12), np.nan, np.float32)
+    dsl.ops.matmul(a, b, out=wide[..., ::2])  # a strided out: only its elements written
+    close(wide[..., ::2], a, b)
+    assert np.all(np.isnan(wide[..., 1::2]))
+
+
+def test_out_overlapping_an_input():
+    a = rand((6, 6))
+    want = a.astype(np.float64) @ a.astype(np.float64)
+    got = dsl.ops.matmul(a, a, out=a)
+    assert np.allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_threads_agree():
+    a, b = rand((300, 170)), rand((170, 190))
+    results = []
+    for threads in (1, 2):
+        dsl.set_num_threads(threads)
+        results.append(dsl.ops.matmul(a, b))
+        results.append(dsl.ops.matmul(np.broadcast_to(a, (4, 300, 170)), b))
+    dsl.set_num_threads(0)
+    assert np.array_equal(results[0], results[2])  # each element's sum runs in the same order
+    assert np.allclose(results[1], results[3], rtol=1e-6, atol=1e-5)
+    close(results[0], a, b)
+
+
+@pytest.mark.parametrize("args, error, text", [
+    ((np.float32(1), np.ones(2, np.float32)), ValueError, "Input operand 0 does not have enough dimensions"),
+    ((np.ones((2, 3), np.float32), np.ones((4, 2), np.float32)), ValueError,
+     "mismatch in its core dimension 0, with gufunc signature (n?,k),(k,m?)->(n?,m?) (size 4 is different from 3)"),
+    ((np.ones((2, 2, 3), np.float32), np.ones((3, 3, 4), np.float32)), ValueError, "could not be broadcast"),
+    ((np.ones((2, 3), np.int32), np.ones((3, 4), np.int32)), TypeError, "unsupported dtype int32"),
+    (("ab", np.ones(2)), TypeError, "unsupported dtype <U2"),
+])
+def test_errors(args, error, text):
+    with pytest.raises(error) as info:
+        dsl.ops.matmul(*args)
+    assert text in str(info.value) and str(info.value).startswith("matmul: ")
+
+
+def test_bad_out():
+    a, b = np.ones((2, 3), np.float32), np.ones((3, 4), np.float32)
+    with pytest.raises(ValueError, match=r"matmul: out has shape \(4, 2\), the result has shape \(2, 4\)"):
+        dsl.ops.matmul(a, b, out=np.empty((4, 2), np.float32))
+    with pytest.raises(TypeError, match="matmul: out has dtype float64, the result is float32"):
+        dsl.ops.matmul(a, b, out=np.empty((2, 4)))
+    frozen = np.empty((2, 4), np.float32)
+    frozen.setflags(write=False)
+    with pytest.raises(ValueError, match="matmul: out is read-only"):
+        dsl.ops.matmul(a, b, out=frozen)

@@ -1,0 +1,83 @@
+"""dsl.ops.permute against numpy's transpose: ranks 1 to 5, dtypes of every
+size, views (steps, negative steps, transposed), `out`, errors, threads."""
+
+import itertools
+
+import numpy as np
+import pytest
+
+import dsl
+
+
+def rand(shape, dtype, seed=0):
+    rng = np.random.default_rng(seed)
+    return (rng.standard_normal(shape) * 100).astype(dtype)
+
+
+@pytest.mark.parametrize("shape", [(3, 4, 7, 5), (33, 65), (1, 40, 1, 70), (0, 5, 3)])
+def test_every_permutation(shape):
+    x = rand(shape, np.float32)
+    for axes in itertools.permutations(range(len(shape))):
+        got = dsl.ops.permute(x, axes)
+        assert got.flags.c_contiguous
+        assert np.array_equal(got, x.transpose(axes)), axes
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.float16, np.int32, np.float64, np.complex64, np.bool_, np.uint64])
+def test_dtypes(dtype):
+    x = rand((37, 5, 66), dtype)
+    assert np.array_equal(dsl.ops.permute(x, (2, 0, 1)), x.transpose(2, 0, 1))
+
+
+def test_nan_bits_kept():
+    x = np.array([[np.nan, -0.0], [1.0, np.inf]], np.float32)
+    x.view(np.uint32)[0, 0] = 0x7FC01234  # a NaN with a payload
+    got = dsl.ops.permute(x, (1, 0))
+    assert np.array_equal(got.view(np.uint32), x.T.view(np.uint32))
+
+
+def test_seed_trus_to_turs():
+    """The seeds' example: t r u s -> t u r s."""
+    for t, r, u, s in itertools.product((3, 4, 7), repeat=4):
+        x = rand((t, r, u, s), np.float32, seed=t + r + u + s)
+        assert np.array_equal(dsl.ops.permute(x, (0, 2, 1, 3)), x.transpose(0, 2, 1, 3))
+
+
+def test_views_and_out():
+    x = rand((40, 30, 20), np.float64)[::-3, 1::2, ::2].transpose(1, 2, 0)
+    out = np.zeros((14, 20, 15), np.float64)[:, ::2].transpose(1, 0, 2)  # (10, 14, 15), strided
+    assert dsl.ops.permute(x, (1, 2, 0), out=out) is out
+    assert np.array_equal(out, x.transpose(1, 2, 0))
+
+
+def test_threads_and_large():
+    x = rand((6, 300, 500), np.float32)
+    for threads in (1, 2):
+        dsl.set_num_threads(threads)
+        assert np.array_equal(dsl.ops.permute(x, (0, 2, 1)), x.transpose(0, 2, 1))
+        assert np.array_equal(dsl.ops.permute(x, (2, 1, 0)), x.transpose(2, 1, 0))
+    dsl.set_num_threads(0)
+
+
+def test_out_overlapping_input():
+    x = rand((8, 8), np.float32)
+    want = x.T.copy()
+    assert np.array_equal(dsl.ops.permute(x, (1, 0), out=x), want)
+
+
+@pytest.mark.parametrize("args, error, text", [
+    ((np.ones((2, 3)), (0,)), ValueError, "axes don't match array"),
+    ((np.ones((2, 3)), (0, 0)), ValueError, "repeated axis"),
+    ((np.ones((2, 3)), (0, 2)), ValueError, "axis out of bounds"),
+    ((np.ones((2, 3)), None), TypeError, "axes must be a sequence"),
+    ((np.array([[None]]), (1, 0)), TypeError, "unsupported dtype object"),
+])
+def test_errors(args, error, text):
+    with pytest.raises(error) as info:
+        dsl.ops.permute(*args)
+    assert text in str(info.value) and str(info.value).startswith("permute: ")
+
+
+def test_bad_out():
+    with pytest.raises(ValueError, match=r"permute: out has shape \(2, 3\), the result has shape \(3, 2\)"):
+        dsl.ops.permute(np.ones((2, 3), np.float32), (1, 0), out=np.empty((2, 3), np.float32))
