@@ -181,7 +181,7 @@ def _compile(file: Path, output: Path | None, header: Path | None, emit: str, op
 
         job = build_multi_isa(file, opts, isa, output)
         if header is not None:
-            _write_header(job, header, file)
+            _write_header(job, header, file, multi_isa=True)
         return
     stop = "obj" if emit == "so" else emit
     job = compile_file(file, opts, stop_after=stop)
@@ -207,13 +207,13 @@ def _write_text(output: Path | None, text: str) -> None:
         output.write_text(text if text.endswith("\n") else text + "\n")
 
 
-def _write_header(job, header: Path, file: Path) -> None:
+def _write_header(job, header: Path, file: Path, multi_isa: bool = False) -> None:
     from dsl.backends.header import header_text
 
     if job.program is None:
         raise click.UsageError("-H needs the kernels to be lowered: use --emit=loops or later")
     guard = "".join(c if c.isalnum() else "_" for c in header.name.upper())
-    header.write_text(header_text(list(job.program.kernels), guard))
+    header.write_text(header_text(list(job.program.kernels), guard, multi_isa))
 
 
 if __name__ == "__main__":

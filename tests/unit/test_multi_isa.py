@@ -144,3 +144,16 @@ def test_micro_kernel_fuses_only_with_an_fma_unit():
 def test_bad_isa_options_are_usage_errors(args, message, tmp_path):
     result = CliRunner().invoke(dslc, [str(ROOT / "examples" / "saxpy.tk"), "-o", str(tmp_path / "s.so"), *args])
     assert result.exit_code == 2 and message in result.output
+
+
+def test_header_declares_the_isa_query(library, tmp_path):
+    header = library.parent / "kernels.h"
+    assert "const char* __dsl_isa(void);" in header.read_text()
+    main = tmp_path / "main.c"
+    main.write_text('#include <stdio.h>\n#include "kernels.h"\n'
+                    'int main(void) { puts(__dsl_isa()); return 0; }\n')
+    exe = tmp_path / "main"
+    subprocess.run(["cc", "-Wall", "-Werror", f"-I{library.parent}", str(main), str(library),
+                    f"-Wl,-rpath,{library.parent}", "-o", str(exe)], check=True)
+    run = subprocess.run([str(exe)], capture_output=True, text=True, check=True)
+    assert run.stdout.strip() in ("avx2", "baseline")
