@@ -29,3 +29,16 @@ bench: venv
 
 clean:
 	rm -rf $(VENV) examples/build .pytest_cache
+
+# make fuzz      - the long fuzzing campaign (>= 10,000 programs up to LLVM, >= 1,000
+#                  differential cases), then RELIABILITY.md from its report
+FUZZ_PROGRAMS ?= 10000
+FUZZ_DIFF     ?= 1000
+FUZZ_SEED     ?= 1
+FUZZ_JOBS     ?= 2
+
+.PHONY: fuzz
+fuzz: venv
+	nice -n 10 $(PY) tests/fuzz/run_fuzz.py --programs $(FUZZ_PROGRAMS) --differential $(FUZZ_DIFF) \
+		--seed $(FUZZ_SEED) --jobs $(FUZZ_JOBS) --report tests/fuzz/fuzz-report.json --keep-dir fuzz-bugs; \
+	status=$$?; $(PY) tests/fuzz/reliability_report.py --fuzz tests/fuzz/fuzz-report.json -o RELIABILITY.md; exit $$status
