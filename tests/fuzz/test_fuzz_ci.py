@@ -26,3 +26,10 @@ def test_short_campaign_has_no_bugs(tmp_path):
     assert sum(report["compile"].values()) == 36
     assert report["compile"].get("diagnostic", 0) > 0  # the mutants do break programs
     assert report["bugs"] == [], report["bugs"]
+
+
+def test_short_differential_run_agrees(tmp_path):
+    """Random kernels with random schedules, compiled == interpreted."""
+    report = campaign(programs=0, differential=24, seed=20261123, jobs=1, timeout=120, keep=tmp_path,
+                      progress=False)
+    assert report["diff"].get("agree", 0) == 24, report["bugs"]
