@@ -37,6 +37,20 @@ def corpus() -> list[Path]:
     return sorted(p for pattern in CORPUS_GLOBS for p in ROOT.glob(pattern))
 
 
+def machine() -> str:
+    """'Intel(R) Xeon(R) ..., 2 cores, Linux x86_64': where the figures were taken."""
+    import os
+    import platform
+
+    model = platform.processor() or platform.machine()
+    try:
+        lines = Path("/proc/cpuinfo").read_text().splitlines()
+        model = next(x.split(":", 1)[1].strip() for x in lines if x.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    return f"{model}, {os.cpu_count()} cores, {platform.system()} {platform.machine()}"
+
+
 def compile_job(index: int, seed: int, files: list[Path]) -> dict:
     """Program `index` of the run with `seed`: generated (one in three) or a mutant."""
     rng = random.Random(seed * 1_000_003 + index)
@@ -67,6 +81,7 @@ def campaign(programs: int, differential: int, seed: int, jobs: int, timeout: fl
     counts: dict = collections.defaultdict(collections.Counter)
     bugs = []
     started = time.monotonic()
+    date = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     pool = WorkerPool(jobs, timeout)
     report: dict = {}
     for n, (job, result) in enumerate(pool.run(work), 1):
@@ -74,7 +89,7 @@ def campaign(programs: int, differential: int, seed: int, jobs: int, timeout: fl
         if result["kind"] in ("bug", "mismatch"):
             bugs.append(_record(job, result, keep))
         if n % 100 == 0 or n == len(work):
-            report = {"seed": seed, "programs": programs, "differential": differential, "finished": n == len(work),
+            report = {"date": date, "machine": machine(), "seed": seed, "programs": programs, "differential": differential, "finished": n == len(work),
                       "compile": dict(counts["compile"]), "diff": dict(counts["diff"]), "bugs": bugs,
                       "worker_restarts": pool.restarts, "seconds": round(time.monotonic() - started, 1)}
             if on_progress is not None:
