@@ -13,4 +13,12 @@ FOUND = [
      "internal error (OverflowError) in the type checker",
      "lowering/typecheck/exprs.py: located error 'float literal inf has no i32 value'",
      "tests/golden/errors/fuzz_cast_literal.tk"),
+    ("a schedule factor beyond i64: `split(i, 10**20)`",
+     "internal error (VerifyError: constant does not fit in i64) after the split",
+     "lowering/schedule.py: directive integers are at most 2**31 - 1, a located error otherwise",
+     "tests/golden/errors/fuzz_schedule_huge.tk"),
+    ("a huge micro-tile: `contract(m, mr=1000, nr=1000)`",
+     "the compile ran for minutes (a million accumulators); the worker timed out",
+     "lowering/schedule.py: mr * nr at most 1024 elements, a located error otherwise",
+     "tests/golden/errors/fuzz_schedule_huge.tk"),
 ]
