@@ -1,4 +1,4 @@
-"""Crashes the fuzzer found, each fixed in the compiler and kept as a
+"""Crashes the fuzzer (or a probe of its mutation kinds) found, each fixed in the compiler and kept as a
 regression test. `reliability_report.py` lists them in RELIABILITY.md.
 
     (what failed, how it showed, the fix, the regression test)
@@ -14,11 +14,12 @@ FOUND = [
      "lowering/typecheck/exprs.py: located error 'float literal inf has no i32 value'",
      "tests/golden/errors/fuzz_cast_literal.tk"),
     ("a schedule factor beyond i64: `split(i, 10**20)`",
-     "internal error (VerifyError: constant does not fit in i64) after the split",
+     "internal error (VerifyError: constant does not fit in i64) after the split (found by a hand-made "
+     "huge-literal probe, not by the random campaign)",
      "lowering/schedule.py: directive integers are at most 2**31 - 1, a located error otherwise",
      "tests/golden/errors/fuzz_schedule_huge.tk"),
     ("a huge micro-tile: `contract(m, mr=1000, nr=1000)`",
-     "the compile ran for minutes (a million accumulators); the worker timed out",
+     "the compile ran for minutes building a million accumulators (found by the same probe)",
      "lowering/schedule.py: mr * nr at most 1024 elements, a located error otherwise",
      "tests/golden/errors/fuzz_schedule_huge.tk"),
 ]
