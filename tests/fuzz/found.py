@@ -19,7 +19,8 @@ FOUND = [
      "lowering/schedule.py: directive integers are at most 2**31 - 1, a located error otherwise",
      "tests/golden/errors/fuzz_schedule_huge.tk"),
     ("a huge micro-tile: `contract(m, mr=1000, nr=1000)`",
-     "the compile ran for minutes building a million accumulators (found by the same probe)",
+     "the compile ran for minutes building a million accumulators (found by the same probe; the campaign "
+     "found it too: program 623 of seed 1, `nr=2**64`, hung its worker)",
      "lowering/schedule.py: mr * nr at most 1024 elements, a located error otherwise",
      "tests/golden/errors/fuzz_schedule_huge.tk"),
 ]

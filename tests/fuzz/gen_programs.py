@@ -324,7 +324,9 @@ class ProgramGen:
             axes = [k for k, d in enumerate(t.dims) if d == par.dim]
             if not axes:
                 return None
-            parts[self.rng.choice(axes)] = par.name
+            # Always the same axis: iteration p then touches only elements whose
+            # index there is p, so no two iterations share one.
+            parts[axes[0]] = par.name
         return ", ".join(parts)
 
     def index_for(self, dim, scope: Scope) -> str:

@@ -25,12 +25,13 @@ def kernel_files() -> list[Path]:
     return sorted(ROOT.glob("examples/*.tk")) + sorted(ROOT.glob("stdlib/*.tk"))
 
 
-def build(path: Path, out_dir: Path) -> Path:
-    """`path` compiled for this machine into `out_dir`."""
+def build(path: Path, out_dir: Path, cpu: str | None = None) -> Path:
+    """`path` compiled for this machine (or `cpu`) into `out_dir`."""
     from dsl.backends.link import link_shared
+    from dsl.options import CompileOptions
     from dsl.pipeline import compile_file
 
-    job = compile_file(path, stop_after="obj")
+    job = compile_file(path, CompileOptions(cpu=cpu), stop_after="obj")
     return link_shared(job.obj, out_dir / f"{path.stem}.so", job.target)
 
 
