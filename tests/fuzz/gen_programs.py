@@ -471,6 +471,17 @@ class ProgramGen:
 DIMS_NAMES = ("a", "b", "c")
 
 
+def programs(**kwargs):
+    """A hypothesis strategy of program texts (shrinks through its random choices).
+
+        >>> @given(programs(exact=True))       # doctest: +SKIP
+        ... def test_compiles(text): ...
+    """
+    from hypothesis import strategies as st
+
+    return st.randoms(use_true_random=False).map(lambda rng: ProgramGen(rng, **kwargs).program().text)
+
+
 def generate(seed: int, **kwargs) -> str:
     """The text of the program drawn from `seed`."""
     return ProgramGen(random.Random(seed), **kwargs).program().text

@@ -8,14 +8,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from fuzz_worker import classify_compile
-from gen_programs import ProgramGen
+from gen_programs import programs
 from run_fuzz import campaign
 
 
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.randoms(use_true_random=False), st.booleans())
-def test_generated_programs_are_well_typed(rng, exact):
-    text = ProgramGen(rng, exact=exact).program().text
+@given(st.one_of(programs(), programs(exact=True), programs(smooth=True)))
+def test_generated_programs_are_well_typed(text):
     result = classify_compile("gen.tk", text)
     assert result["kind"] == "ok", f"{result['detail']}\n{text}"
 
