@@ -20,7 +20,12 @@ FOUND = [
      "tests/golden/errors/fuzz_schedule_huge.tk"),
     ("a huge micro-tile: `contract(m, mr=1000, nr=1000)`",
      "the compile ran for minutes building a million accumulators (found by the same probe; the campaign "
-     "found it too: program 623 of seed 1, `nr=2**64`, hung its worker)",
+     "found it too: program 623 of seed 1, `nr=2**64`, hung its worker; programs 2912 and 6692, "
+     "split factors 2**63 and ~2**1200, gave the VerifyError above)",
      "lowering/schedule.py: mr * nr at most 1024 elements, a located error otherwise",
      "tests/golden/errors/fuzz_schedule_huge.tk"),
+    ("vectorizing the loop around an already vectorized one: `vectorize(b, 16), vectorize(a, 8)`",
+     "internal error (VerifyError: store operands with lane counts 8 and 16); differential case d573 of seed 1",
+     "lowering/transforms/vectorize.py: refused with a located error when a loop inside is vectorized",
+     "tests/golden/errors/fuzz_vectorize_twice.tk"),
 ]
