@@ -34,3 +34,26 @@ bench: venv
 
 clean:
 	rm -rf $(VENV) examples/build .pytest_cache
+
+# make fuzz      - the long reliability run: >= 10,000 programs fuzzed up to LLVM and
+#                  >= 1,000 differential cases (tests/fuzz/run_fuzz.py), valgrind memcheck,
+#                  then RELIABILITY.md from their reports (tests/fuzz/reports/)
+# make memcheck  - only the valgrind run (installs valgrind with apt-get when it can)
+FUZZ_PROGRAMS ?= 10000
+FUZZ_DIFF     ?= 1000
+FUZZ_SEED     ?= 1
+FUZZ_JOBS     ?= 2
+REPORTS       := tests/fuzz/reports
+
+.PHONY: fuzz memcheck
+fuzz: venv memcheck
+	nice -n 10 $(PY) tests/fuzz/run_fuzz.py --programs $(FUZZ_PROGRAMS) --differential $(FUZZ_DIFF) \
+		--seed $(FUZZ_SEED) --jobs $(FUZZ_JOBS) --report $(REPORTS)/fuzz.json --keep-dir fuzz-bugs; \
+	status=$$?; $(PY) tests/fuzz/reliability_report.py --fuzz $(REPORTS)/fuzz.json \
+		--memcheck $(REPORTS)/memcheck.json -o RELIABILITY.md; exit $$status
+
+memcheck: venv
+	@command -v valgrind >/dev/null || apt-get install -y valgrind >/dev/null 2>&1 || \
+		sudo -n apt-get install -y valgrind >/dev/null 2>&1 || echo "valgrind unavailable: memcheck is skipped"
+	mkdir -p $(REPORTS)
+	nice -n 10 $(PY) tests/hardening/memcheck.py --report $(REPORTS)/memcheck.json

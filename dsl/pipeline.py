@@ -23,7 +23,7 @@ from dsl.lowering.typecheck import check_module
 from dsl.lowering.verify import verify_program
 
 from . import frontend
-from .errors import internal_errors
+from .errors import InternalError, internal_errors
 from .metadata import program_metadata
 from .options import CompileOptions
 from .remarks import vectorization_remarks
@@ -127,17 +127,42 @@ def _loop_pass(p) -> Callable[[Job], None]:
 
 def _llvm(job: Job) -> None:
     from dsl.backends.llvm.module import build_module
+    from dsl.backends.errors import BackendError
     from dsl.backends.optimize import optimize, verify_llvm
     opts = job.options
     _target(job)
     job.metadata = program_metadata(job.program)
     module = build_module(list(job.program.kernels), job.target, job.metadata, module_name=job.source.name)
-    ref = verify_llvm(module)
+    try:  # before LLVM's optimizer sees it: invalid IR there can abort the process
+        ref = verify_llvm(module)
+    except BackendError as err:
+        where = _kernel_named_in(str(err), str(module), job.program.kernels)
+        raise InternalError(f"internal error at {where}: "
+                            f"the generated LLVM IR does not verify: {err}") from None
     optimize(ref, job.target, opts.opt_level)
     job.llvm = ref
     if opts.remarks:
         for remark in vectorization_remarks(job.program, str(ref)):
             print(remark.render(), file=sys.stderr)
+
+
+def _kernel_named_in(message: str, module_text: str, kernels) -> str:
+    """'f.tk:3:5 (kernel k)' for the kernel whose LLVM function the verifier's
+    `message` is about (kernel k's functions are `k`, `k__unit`, ...)."""
+    import re
+
+    function = re.search(r"function '?@?([\w.]+)", message)
+    line = re.search(r"<string>:(\d+):", message)
+    if function is None and line is not None:  # a parse error: the `define` above that line
+        above = module_text.splitlines()[: int(line.group(1))]
+        defines = [re.search(r"@\"?([\w.]+)", x) for x in above if x.startswith("define")]
+        function = defines[-1] if defines and defines[-1] else None
+    name = function.group(1) if function else ""
+    owners = [k for k in kernels if name == k.name or name.startswith(k.name + "__")]
+    if not owners:
+        return f"an unknown kernel (LLVM function {name or '?'})"
+    kernel = max(owners, key=lambda k: len(k.name))
+    return f"{kernel.span.location if kernel.span else '?'} (kernel {kernel.name})"
 
 
 def _asm(job: Job) -> None:

@@ -62,6 +62,11 @@ SIGNATURES: dict[str, tuple[int | None, tuple[int, ...], tuple[str, ...]]] = {
     "contract": (None, (0,), ("mr", "nr", "mc", "kc", "nc")),
 }
 INT_OPTIONS = ("mr", "nr", "mc", "kc", "nc")
+# Bounds that keep the compiler's own arithmetic in i64 and its output finite
+# (found by tests/fuzz: split(i, 10**20) broke the verifier; contract(mr=1000,
+# nr=1000) spent minutes building a million-accumulator micro-kernel).
+MAX_FACTOR = (1 << 31) - 1
+MAX_MICRO_TILE = 1024  # mr * nr elements held in registers
 TAILS = ("peel", "mask")
 
 
@@ -108,6 +113,9 @@ def _int_or_choice(node, name: str, bag: DiagnosticBag):
         if item.value <= 0:
             bag.error(item.span, f"{name}(): the factor must be a positive integer, not {item.value}")
             return None
+        if item.value > MAX_FACTOR:
+            bag.error(item.span, f"{name}(): the factor {item.value} is too large (at most {MAX_FACTOR})")
+            return None
     if not _called(node, "choice"):
         return node.value
     return Choice(tuple(dict.fromkeys(item.value for item in items)), node.span)
@@ -137,6 +145,11 @@ def _directive(node, bag: DiagnosticBag) -> Directive | None:
         value = _option(name, kw, keywords, bag)
         if value is not None:
             options.append((kw.name, value))
+    mr, nr = dict(options).get("mr"), dict(options).get("nr")
+    if isinstance(mr, int) and isinstance(nr, int) and mr * nr > MAX_MICRO_TILE:
+        bag.error(node.span, f"{name}(): a micro-tile of mr x nr = {mr} x {nr} does not fit in registers "
+                  f"(at most {MAX_MICRO_TILE} elements)")
+        return None
     return Directive(name, loops, tuple(ints), tuple(options), node.span)
 
 
@@ -149,6 +162,9 @@ def _option(name: str, kw: ast.Keyword, keywords, bag: DiagnosticBag):
             return _int_or_choice(kw.value, name, bag)
         if not isinstance(kw.value, ast.IntLit) or kw.value.value <= 0:
             bag.error(kw.value.span, f"{kw.name}= takes a positive integer")
+            return None
+        if kw.value.value > MAX_FACTOR:
+            bag.error(kw.value.span, f"{kw.name}={kw.value.value} is too large (at most {MAX_FACTOR})")
             return None
         return kw.value.value
     is_choice = _called(kw.value, "choice") and kw.value.args and not kw.value.keywords

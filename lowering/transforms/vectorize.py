@@ -42,6 +42,9 @@ REDUCIBLE = tuple(REDUCTION_OF)
 
 def run(kernel: ir.Kernel, d) -> ir.Kernel:
     loop = find_loop(kernel.body, d.loops[0].name, d.loops[0].span)
+    if _has_vectors(loop.body):  # found by tests/fuzz: lanes of two widths met in one store
+        raise ScheduleError(d.span, f"cannot vectorize '{loop.name}': a loop inside it is already vectorized",
+                            "vectorize one loop of a nest")
     if not d.ints:
         new = Vectorizer(kernel, loop, d.span).run()
         parent = next((s for s in walk_stmts(kernel.body) if isinstance(s, ir.For) and loop in s.body), None)
@@ -60,6 +63,15 @@ def run(kernel: ir.Kernel, d) -> ir.Kernel:
         runs = ir.Binary("<", rest.start, rest.stop, BOOL, rest.span)
         kernel = replace(kernel, body=replace_loop(kernel.body, rest, [ir.If(runs, tuple(last), (), rest.span)]))
     return kernel
+
+
+def _has_vectors(body) -> bool:
+    for s in walk_stmts(body):
+        for e in stmt_exprs(s):
+            for n in walk_expr(e):
+                if isinstance(n, (ir.Ramp, ir.Broadcast)) or (isinstance(n, ir.Var) and n.sym.lanes > 1):
+                    return True
+    return False
 
 
 def _accumulate_over(kernel: ir.Kernel, loop_name: str, span) -> ir.Kernel:

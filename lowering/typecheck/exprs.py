@@ -6,6 +6,8 @@ once and keeps going, so one run shows every mistake.
 
 from __future__ import annotations
 
+import math
+
 from dsl.grammar import ast
 from dsl.grammar.diagnostics import did_you_mean
 
@@ -300,9 +302,13 @@ class ExprChecker:
             if target.is_bool:
                 return TExpr(ir.Const(bool(value), BOOL, node.span))
             if target.is_int and te.weak == "float":
+                if not math.isfinite(value):
+                    self.bag.error(node.span, f"float literal {value} has no {type_name} value")
+                    return None
                 value = int(value)
-            return TExpr(coerce(TExpr(ir.Const(value, te.expr.type, node.span), "int" if target.is_int else "float"),
-                                target, self.bag, node.span, "cast"))
+            done = coerce(TExpr(ir.Const(value, te.expr.type, node.span), "int" if target.is_int else "float"),
+                          target, self.bag, node.span, "cast")
+            return None if done is None else TExpr(done)  # None: the literal does not fit (reported)
         value = concrete(te, self.bag, node.span)
         if value is None:
             return None

@@ -1,0 +1,86 @@
+"""Every example and standard-library kernel, through `dsl.load`, with each
+array placed against an inaccessible (PROT_NONE) page: its last byte the last
+of a page, or, read through a reversed view, its first byte the first of a
+page. Odd sizes; any read or write past an array faults the child process.
+Results must equal those of the same call on ordinary arrays."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kernel_calls import build, kernel_files
+
+HERE = Path(__file__).resolve().parent
+
+CHILD = r"""
+import ctypes, mmap, sys
+sys.path.insert(0, sys.argv[1])
+import numpy as np
+import dsl
+from kernel_calls import calls
+
+PAGE = mmap.PAGESIZE
+libc = ctypes.CDLL(None, use_errno=True)
+libc.mprotect.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+keep = []
+
+
+def guarded(values, at_end):
+    # A copy of `values` between two PROT_NONE pages, touching one of them.
+    size = max(values.nbytes, 1)
+    pages = (size + PAGE - 1) // PAGE
+    mm = mmap.mmap(-1, (pages + 2) * PAGE)
+    base = ctypes.addressof(ctypes.c_char.from_buffer(mm))
+    for page in (0, pages + 1):
+        assert libc.mprotect(base + page * PAGE, PAGE, 0) == 0
+    keep.append(mm)
+    start = (pages + 1) * PAGE - values.nbytes if at_end else PAGE
+    out = np.frombuffer(mm, np.uint8, count=values.nbytes, offset=start).view(values.dtype).reshape(values.shape)
+    out[...] = values
+    return out
+
+
+def at_end(values, output):
+    return guarded(values, True)
+
+
+def reversed_after_page(values, output):
+    if values.ndim == 0:
+        return guarded(values, True)
+    flipped = guarded(np.ascontiguousarray(values[..., ::-1]), False)
+    return flipped[..., ::-1]  # the same values; the lowest address starts a page
+
+
+checked = 0
+for path in sys.argv[2:]:
+    lib = dsl.load(path)
+    for place in (at_end, reversed_after_page):
+        plain = list(calls(lib, sizes=(1, 7, 17, 33), seed=1))
+        placed = list(calls(lib, sizes=(1, 7, 17, 33), seed=1, place=place))
+        for (name, want), (_, got) in zip(plain, placed):
+            getattr(lib, name)(*want)
+            getattr(lib, name)(*got)
+            for w, g in zip(want, got):
+                if isinstance(w, np.ndarray):
+                    assert np.array_equal(w, g, equal_nan=w.dtype.kind == "f"), (path, name, place.__name__)
+            checked += 1
+print("ok", checked)
+"""
+
+
+@pytest.fixture(scope="module")
+def libraries(tmp_path_factory):
+    out = tmp_path_factory.mktemp("guarded")
+    return [str(build(p, out)) for p in kernel_files()]
+
+
+def test_kernels_never_touch_the_page_beyond_their_arrays(libraries):
+    child = subprocess.run([sys.executable, "-c", CHILD, str(HERE), *libraries], capture_output=True, text=True,
+                           timeout=600)
+    assert child.returncode == 0, (child.returncode, child.stderr[-3000:])
+    words = child.stdout.split()
+    assert words[0] == "ok" and int(words[1]) >= 2 * 4 * len(libraries), child.stdout
