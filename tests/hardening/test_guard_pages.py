@@ -2,7 +2,9 @@
 array placed against an inaccessible (PROT_NONE) page: its last byte the last
 of a page, or, read through a reversed view, its first byte the first of a
 page. Odd sizes; any read or write past an array faults the child process.
-Results must equal those of the same call on ordinary arrays."""
+Results must equal those of the same call on ordinary arrays (floats within
+rounding: a reversed view takes the general code, whose sums may be ordered
+differently)."""
 
 from __future__ import annotations
 
@@ -65,8 +67,12 @@ for path in sys.argv[2:]:
             getattr(lib, name)(*want)
             getattr(lib, name)(*got)
             for w, g in zip(want, got):
-                if isinstance(w, np.ndarray):
-                    assert np.array_equal(w, g, equal_nan=w.dtype.kind == "f"), (path, name, place.__name__)
+                if isinstance(w, np.ndarray) and w.dtype.kind == "f":
+                    # A reversed view runs the general (not unit-stride) code, whose
+                    # sums may be ordered differently under reassociate: not bit for bit.
+                    assert np.allclose(w, g, rtol=1e-5, atol=1e-5, equal_nan=True), (path, name, place.__name__)
+                elif isinstance(w, np.ndarray):
+                    assert np.array_equal(w, g), (path, name, place.__name__)
             checked += 1
 print("ok", checked)
 """
