@@ -86,7 +86,9 @@ def _memcheck_lines(mem: dict | None) -> list[str]:
     return [f"{mem['valgrind']}, {len(mem['files'])} kernel files ({', '.join(mem['files'])}), "
             f"{mem['kernels_called']} kernel calls ({mem['calls_refused']} refused by the argument checks).", "",
             f"Invalid reads: **{mem['invalid_reads']}**, invalid writes: **{mem['invalid_writes']}** "
-            f"in the kernels' code; invalid accesses elsewhere (Python, numpy): {mem.get('invalid_outside_kernels', '?')}; "
+            f"in the kernels' code; uses of uninitialised values in the kernels' code: "
+            f"**{mem.get('uninitialised_in_kernels', '?')}**; "
+            f"invalid accesses elsewhere (Python, numpy): {mem.get('invalid_outside_kernels', '?')}; "
             f"memcheck errors of every kind, Python's included: {mem['errors_total']}. The libraries were built "
             "for an AVX2 CPU (haswell): valgrind 3.19 does not run AVX-512 code."]
 

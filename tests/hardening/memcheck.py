@@ -86,6 +86,7 @@ def _memcheck() -> dict:
         "invalid_reads": _count(log, "Invalid read", True),
         "invalid_writes": _count(log, "Invalid write", True),
         "invalid_outside_kernels": _count(log, "Invalid read", False) + _count(log, "Invalid write", False),
+        "uninitialised_in_kernels": _count(log, "uninitialised", True),
         "errors_total": int(summary.group(1)) if summary else None,
         "exit_status": proc.returncode,
         "valgrind": subprocess.run(["valgrind", "--version"], capture_output=True, text=True).stdout.strip(),
