@@ -1,4 +1,4 @@
-# make demo   - build every example with dslc and check it against numpy
+# make demo   - build every example with dslc, check it against numpy, build and run examples/c
 # make test   - run the whole test suite (installs qemu-user and the aarch64 cross
 #               gcc for tests/cross first when missing and when apt-get and root allow)
 # make bench  - benchmark scripts (tables against numpy); not part of the tests
