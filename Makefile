@@ -30,7 +30,7 @@ cross-tools:
 
 bench: venv
 	$(PY) -m pip install --quiet -e ".[test,bench]"
-	cd benchmarks && ../$(PY) overhead.py && ../$(PY) gemm.py && ../$(PY) seed_bmm.py && ../$(PY) dense.py --markdown dense_results.md && ../$(PY) pointwise.py && ../$(PY) quant.py
+	cd benchmarks && ../$(PY) overhead.py && ../$(PY) gemm.py && ../$(PY) seed_bmm.py && ../$(PY) dense.py --markdown dense_results.md && ../$(PY) pointwise.py && ../$(PY) quant.py && ../$(PY) tutorial.py
 
 clean:
 	rm -rf $(VENV) examples/build .pytest_cache
