@@ -36,3 +36,18 @@ def test_demo_has_a_reference_for_every_example_kernel():
         sys.path.remove(str(EXAMPLES))
     names = [fn.name for tk in EXAMPLES.glob("*.tk") for fn in compile_file(tk, stop_after="ast").front.module.functions]
     assert sorted(names) == sorted(CASES)
+
+
+def test_dask_example_multiplies_in_worker_processes():
+    pytest.importorskip("distributed", reason="Dask is an optional extra (pip install -e '.[dask]')")
+    import numpy as np
+
+    import dsl
+
+    # Compile the dense library here, into the test session's cache (inherited by
+    # the workers), rather than once in each worker at the same time.
+    dsl.ops.matmul(np.ones((2, 2), np.float32), np.ones((2, 2), np.float32))
+    run = subprocess.run([sys.executable, str(EXAMPLES / "dask_matmul.py"), "--size", "512", "--block", "256",
+                          "--workers", "2"], capture_output=True, text=True, timeout=900)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "on 2 worker processes" in run.stdout and "not this one: True" in run.stdout, run.stdout
