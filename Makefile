@@ -1,4 +1,4 @@
-# make demo   - build every example with dslc and check it against numpy
+# make demo   - build every example with dslc, check it against numpy, build and run examples/c
 # make test   - run the whole test suite (installs qemu-user and the aarch64 cross
 #               gcc for tests/cross first when missing and when apt-get and root allow)
 # make bench  - benchmark scripts (tables against numpy); not part of the tests
@@ -30,7 +30,7 @@ cross-tools:
 
 bench: venv
 	$(PY) -m pip install --quiet -e ".[test,bench]"
-	cd benchmarks && ../$(PY) overhead.py && ../$(PY) gemm.py && ../$(PY) seed_bmm.py && ../$(PY) dense.py --markdown dense_results.md && ../$(PY) pointwise.py && ../$(PY) quant.py
+	cd benchmarks && ../$(PY) overhead.py && ../$(PY) gemm.py && ../$(PY) seed_bmm.py && ../$(PY) dense.py --markdown dense_results.md && ../$(PY) pointwise.py && ../$(PY) quant.py && ../$(PY) tutorial.py
 
 clean:
 	rm -rf $(VENV) examples/build .pytest_cache

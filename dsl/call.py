@@ -31,23 +31,39 @@ def describe(value) -> str:
     return type(value).__name__
 
 
+def foreign_view(value) -> np.ndarray:
+    """An ndarray sharing `value`'s memory: through `__dlpack__` (torch, JAX and
+    CuPy CPU tensors, any strides) or the buffer protocol (memoryview, bytes,
+    array.array). TypeError with the exporter's reason when there is no such
+    view: no `__dlpack__` and no buffer, a tensor that requires grad, a dtype
+    numpy lacks (bfloat16), memory not on the CPU.
+
+        >>> foreign_view(torch.zeros(3, 4).T).strides        # doctest: +SKIP
+        (4, 16)
+    """
+    if hasattr(value, "__dlpack__"):
+        try:
+            return np.from_dlpack(value)
+        except (TypeError, ValueError, RuntimeError, BufferError) as exc:
+            raise TypeError(str(exc)) from None
+    memoryview(value)  # TypeError when `value` has no buffer
+    return np.asarray(value)
+
+
 def as_array(kernel: str, p: ParamSpec, value) -> np.ndarray:
     """`value` as an ndarray without copying: ndarrays, `__dlpack__`, buffers."""
-    if type(value) is np.ndarray:
-        return value
     if isinstance(value, np.ndarray):
         return value
     if hasattr(value, "__dlpack__"):
         try:
-            return np.from_dlpack(value)
-        except (TypeError, RuntimeError, BufferError) as exc:
+            return foreign_view(value)
+        except TypeError as exc:
             raise TypeError(f"{kernel}(): parameter '{p.name}': cannot view {describe(value)} as an array: {exc}") from None
     try:
-        memoryview(value)
+        return foreign_view(value)
     except TypeError:
         raise TypeError(f"{kernel}(): parameter '{p.name}' expects an array of {NUMPY_NAME[p.dtype]}, "
                         f"got {describe(value)}") from None
-    return np.asarray(value)
 
 
 _F32 = struct.Struct("<f")

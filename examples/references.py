@@ -44,6 +44,56 @@ def jacobi_step():
     return (a, np.empty_like(a)), ref
 
 
+def _bmm(n=8, i=64, k=48, j=80):
+    a, b = _f32(n, i, k), _f32(1, k, j)
+    b = np.broadcast_to(b, (n, k, j))  # one B for the whole batch: a stride-0 view
+    return (a, b, np.empty((n, i, j), np.float32)), lambda a, b, out: (out, a @ b)
+
+
+def conv2d_nhwc(b=2, h=34, w=30, c=16, r=3, s=3, f=32):
+    x, filters = _f32(b, h, w, c), _f32(r, s, c, f)
+
+    def ref(x, filters, out):
+        windows = np.lib.stride_tricks.sliding_window_view(x, (r, s), axis=(1, 2))  # b p q c r s
+        return out, np.einsum("bpqcrs,rscf->bpqf", windows, filters, optimize=True)
+
+    return (x, filters, np.empty((b, h - r + 1, w - s + 1, f), np.float32)), ref
+
+
+def softmax_rows():
+    x = _f32(300, 777) * 4
+
+    def ref(x, out):
+        e = np.exp(x - x.max(axis=1, keepdims=True))
+        return out, e / e.sum(axis=1, keepdims=True)
+
+    return (x, np.empty_like(x)), ref
+
+
+def layer_norm_rows():
+    x, gamma, beta = _f32(300, 777) + 3, _f32(777), _f32(777)
+
+    def ref(x, gamma, beta, eps, out):
+        mean, var = x.mean(axis=1, keepdims=True), x.var(axis=1, keepdims=True)
+        return out, (x - mean) / np.sqrt(var + eps) * gamma + beta
+
+    return (x, gamma, beta, np.float32(1e-5), np.empty_like(x)), ref
+
+
+def q4k_matvec_silu(n=512, k=2048):
+    import dsl
+
+    blocks = dsl.ops.quantize(_f32(n, k), "q4_k").reshape(n, k // 256, 144)
+    x = _f32(k)
+
+    def ref(wu, wh, x, y):
+        w = dsl.ops.dequantize(wu.reshape(n, -1), "q4_k", (n, k)).astype(np.float64)
+        z = w @ x.reshape(-1).astype(np.float64)
+        return y, z / (1 + np.exp(-z))
+
+    return (blocks, blocks.view(np.float16), x.reshape(k // 256, 256), np.empty(n, np.float32)), ref
+
+
 CASES = {
     "saxpy": saxpy,
     "matmul_loops": _matmul,
@@ -51,4 +101,12 @@ CASES = {
     "row_sums": row_sums,
     "row_sums_f64": row_sums_f64,
     "jacobi_step": jacobi_step,
+    "matmul_naive": _matmul,
+    "matmul_scheduled": _matmul,
+    "bmm_seed": _bmm,
+    "bmm_seed_scheduled": _bmm,
+    "conv2d_nhwc": conv2d_nhwc,
+    "softmax_rows": softmax_rows,
+    "layer_norm_rows": layer_norm_rows,
+    "q4k_matvec_silu": q4k_matvec_silu,
 }

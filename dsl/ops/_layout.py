@@ -12,6 +12,8 @@ import numbers
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
+from .arrays import as_view
+
 F32 = np.dtype(np.float32)
 
 
@@ -20,7 +22,7 @@ def as_f32_array(op: str, name: str, value) -> np.ndarray:
     arrays of other dtypes are refused rather than silently converted."""
     if is_scalar(value) or isinstance(value, (list, tuple)):
         return np.asarray(value, dtype=F32)
-    arr = np.asarray(value)
+    arr = np.asarray(as_view(f"dsl.ops.{op}", f"'{name}'", value))
     if arr.dtype != F32:
         raise TypeError(f"dsl.ops.{op}: '{name}' must be float32, got {arr.dtype}")
     return arr
@@ -42,6 +44,7 @@ def output(op: str, out, shape: tuple[int, ...]) -> np.ndarray:
     """`out` checked (float32, the result's shape, writable), or a new array."""
     if out is None:
         return np.empty(shape, F32)
+    out = as_view(f"dsl.ops.{op}", "'out'", out)
     if not isinstance(out, np.ndarray):
         raise TypeError(f"dsl.ops.{op}: 'out' must be a numpy array, got {type(out).__name__}")
     if out.dtype != F32:

@@ -16,12 +16,35 @@ from __future__ import annotations
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
+from ..call import foreign_view
+
 FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 SUFFIX = {np.dtype(np.float32): "f32", np.dtype(np.float64): "f64"}
 
 
+def as_view(op: str, name: str, value):
+    """`value` as an ndarray sharing its memory when it is a foreign array (an
+    object with `__dlpack__`, such as a torch tensor, or with a buffer); any
+    other value as it is, for the caller's own checks."""
+    if isinstance(value, np.ndarray) or not (hasattr(value, "__dlpack__") or _has_buffer(value)):
+        return value
+    try:
+        return foreign_view(value)
+    except TypeError as exc:
+        raise TypeError(f"{op}: {name}: cannot view {type(value).__name__} as an array: {exc}") from None
+
+
+def _has_buffer(value) -> bool:
+    try:
+        memoryview(value)
+    except TypeError:
+        return False
+    return True
+
+
 def as_array(op: str, name: str, value) -> np.ndarray:
-    """`value` as an ndarray (no copy for arrays and buffers)."""
+    """`value` as an ndarray (no copy for arrays, `__dlpack__` objects and buffers)."""
+    value = as_view(op, name, value)
     if isinstance(value, np.ndarray):
         return value
     try:
@@ -50,7 +73,9 @@ def kernel_view(a: np.ndarray, dtype: np.dtype) -> np.ndarray:
 
 
 def check_out(op: str, out, shape: tuple, dtype: np.dtype) -> np.ndarray:
-    """`out` when it can hold the result: exactly `shape` and `dtype`, writable."""
+    """`out` (as an ndarray view, when it is a torch tensor or another foreign
+    array) when it can hold the result: exactly `shape` and `dtype`, writable."""
+    out = as_view(op, "out", out)
     if not isinstance(out, np.ndarray):
         raise TypeError(f"{op}: out must be a numpy array, got {type(out).__name__}")
     if out.shape != tuple(shape):

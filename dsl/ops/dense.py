@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .arrays import (SUFFIX, as_array, check_float_dtype, check_out, finish, kernel_view, merge_axes,
+from .arrays import (SUFFIX, as_array, as_view, check_float_dtype, check_out, finish, kernel_view, merge_axes,
                      writable_target)
 from .einsum import contract
 from .library import stdlib_library
@@ -69,7 +69,7 @@ def matmul(a, b, *, out=None) -> np.ndarray:
     if out is None:
         out = np.empty(result_shape, dtype)
     else:
-        check_out("matmul", out, result_shape, dtype)
+        out = check_out("matmul", out, result_shape, dtype)
     if out.size == 0:
         return out
     target = writable_target(out, a, b)
@@ -149,7 +149,7 @@ def matvec(a, x, *, out=None) -> np.ndarray:
     if out is None:
         out = np.empty(a.shape[0], dtype)
     else:
-        check_out("matvec", out, (a.shape[0],), dtype)
+        out = check_out("matvec", out, (a.shape[0],), dtype)
     if out.size == 0:
         return out
     target = writable_target(out, a, x)
@@ -173,6 +173,7 @@ def brgemm(a_blocks, b_blocks, c, *, beta: float = 1.0) -> np.ndarray:
     """
     a = as_array("brgemm", "a_blocks", a_blocks)
     b = as_array("brgemm", "b_blocks", b_blocks)
+    c = as_view("brgemm", "c", c)
     if not isinstance(c, np.ndarray):
         raise TypeError(f"brgemm: c must be a numpy array (it is updated in place), got {type(c).__name__}")
     dtype = check_float_dtype("brgemm", a, b, c)

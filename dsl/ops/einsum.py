@@ -56,7 +56,7 @@ def contract(spec: str, *operands, out=None, first_touch=None, last_touch=None) 
         if first_touch == "accumulate":
             raise ValueError("contract: first_touch='accumulate' adds to out, which must be given")
     else:
-        check_out("contract", out, shape, dtype)
+        out = check_out("contract", out, shape, dtype)
     arrays = [kernel_view(a, dtype) for a in arrays]
     bias_term, bias = _compact_bias(bias, shape, output, dtype)
     key = (spec, tuple((a.shape, a.strides) for a in arrays), out is not None and (out.shape, out.strides),

@@ -48,7 +48,9 @@ def _rowwise(op: str, x, axis: int, out, run) -> np.ndarray:
     result = L.output(op, out, a.shape)
     if a.size == 0:
         return result
-    a = L.unaliased(a, result)
+    # The row kernels are not declared in place: a row read again after its
+    # first write must be a copy when out is x (numpy allows out=x).
+    a = a.copy() if np.may_share_memory(a, result) else a
     rows_in = _rows(a, ax)
     if rows_in is None:
         rows_in = np.ascontiguousarray(np.moveaxis(a, ax, -1)).reshape(-1, a.shape[ax])

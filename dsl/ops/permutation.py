@@ -35,7 +35,7 @@ def permute(x, axes, out=None) -> np.ndarray:
     if out is None:
         out = np.empty(src.shape, x.dtype)
     else:
-        check_out("permute", out, src.shape, x.dtype)
+        out = check_out("permute", out, src.shape, x.dtype)
     if out.size == 0:
         return out
     target = writable_target(out, x)

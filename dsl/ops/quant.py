@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .arrays import as_view
 from .quant_formats import FORMATS, block_rows, check_shape, quant_format, quant_library
 from .quant_lanes import LANES, empty_lanes, from_lanes, groups_of, to_lanes
 
@@ -48,6 +49,7 @@ def dequantize(blocks: np.ndarray, qtype: str, shape, out: np.ndarray | None = N
     fmt = quant_format("dequantize", qtype)
     dims = check_shape("dequantize", fmt, shape)
     rows = block_rows("dequantize", fmt, blocks, dims)
+    out = as_view("dequantize", "out", out)
     if out is None:
         out = np.empty(dims, np.float32)
     elif not (isinstance(out, np.ndarray) and out.dtype == np.float32 and out.shape == dims
@@ -71,6 +73,7 @@ def quantize(x: np.ndarray, qtype: str) -> np.ndarray:
         (4, 288)
     """
     fmt = quant_format("quantize", qtype)
+    x = as_view("quantize", "x", x)
     if not isinstance(x, np.ndarray):
         raise TypeError(f"quantize: x must be a numpy float32 array, not {type(x).__name__}")
     if x.dtype != np.float32:

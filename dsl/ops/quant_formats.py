@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .arrays import as_view
 from .library import stdlib_library
 
 
@@ -63,6 +64,7 @@ def check_shape(op: str, fmt: QuantFormat, shape: object) -> tuple[int, ...]:
 
 def block_rows(op: str, fmt: QuantFormat, blocks: object, shape: tuple[int, ...]) -> np.ndarray:
     """`blocks` as a C-contiguous uint8 array [number of blocks, nbytes], checked against `shape`."""
+    blocks = as_view(op, "blocks", blocks)
     if not isinstance(blocks, np.ndarray):
         raise TypeError(f"{op}: blocks must be a numpy uint8 array, not {type(blocks).__name__}")
     if blocks.dtype != np.uint8:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .arrays import as_view
 from .quant_formats import FORMATS, block_rows, check_shape, quant_format, quant_library
 
 ACTIVATIONS = {"q4_k": "q8_k", "q5_k": "q8_k", "q6_k": "q8_k", "q8_0": "q8_0"}
@@ -60,6 +61,7 @@ def _product(op: str, x, wq, qtype, shape, matrix: bool) -> np.ndarray:
         raise ValueError(f"{op}: shape must be (N, K) of the weights, not {dims}")
     n, k = dims
     rows = block_rows(op, fmt, wq, dims)
+    x = as_view(op, "x", x)
     if not isinstance(x, np.ndarray) or x.dtype != np.float32:
         raise TypeError(f"{op}: x must be a numpy float32 array")
     if x.ndim != (2 if matrix else 1) or x.shape[-1] != k:

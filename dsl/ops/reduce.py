@@ -76,6 +76,7 @@ def _into(op: str, out, result_shape, dtype) -> tuple[np.ndarray, np.ndarray | N
     """(the contiguous array the kernel writes, the user's `out` to copy into or None)."""
     if out is None:
         return np.empty(result_shape, dtype), None
+    out = L.as_view(f"dsl.ops.{op}", "'out'", out)
     if not isinstance(out, np.ndarray) or out.dtype != dtype:
         raise TypeError(f"dsl.ops.{op}: 'out' must be a {np.dtype(dtype)} numpy array")
     if out.shape != result_shape:

@@ -13,7 +13,8 @@ from dsl.options import CompileOptions
 from dsl.pipeline import compile_source
 
 ROOT = Path(__file__).resolve().parents[2]
-DOCS = [ROOT / "docs" / "language.md", ROOT / "docs" / "internals.md", ROOT / "docs" / "semantics.md"]
+DOCS = [ROOT / "docs" / "language.md", ROOT / "docs" / "internals.md", ROOT / "docs" / "semantics.md",
+        ROOT / "docs" / "tutorial.md"]
 FENCE = re.compile(r"^```(tk|tk-error|python)\n(.*?)^```", re.MULTILINE | re.DOTALL)
 
 

@@ -18,7 +18,6 @@ from __future__ import annotations
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 import pytest
@@ -27,16 +26,11 @@ import dsl
 from dsl.backends.link import link_shared
 from dsl.lowering.interpret import run_kernel
 from dsl.pipeline import compile_file
+from example_cases import MORE_CASES, Case, f32, gamma
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 TK_FILES = sorted(EXAMPLES.glob("*.tk"))
 SIZES = (0, 1, 7, 64, 1000)
-U = {np.dtype(np.float32): 2.0 ** -24, np.dtype(np.float64): 2.0 ** -53}
-
-
-def gamma(n: int, dtype) -> float:
-    u = U[np.dtype(dtype)]
-    return n * u / (1 - n * u)
 
 
 # ------------------------------------------------------------------ compiling
@@ -104,21 +98,6 @@ LAYOUTS = {"contiguous": contiguous, "transposed": transposed, "stepped": steppe
 
 
 # ------------------------------------------------------------------ cases
-
-
-@dataclass
-class Case:
-    """How to make inputs for a kernel, its reference, and its error bound."""
-
-    make: Callable  # (rng, size) -> list of arguments
-    outputs: tuple[int, ...]  # argument positions written by the kernel
-    reference: Callable  # (*args) -> float64 result for the (single) output
-    bound: Callable  # (*args) -> allowed |compiled - reference| (array or scalar)
-    exact_vs_interpreter: bool  # no multiply feeds an add: bitwise equal to the interpreter
-
-
-def f32(rng, *shape):
-    return rng.standard_normal(shape).astype(np.float32)
 
 
 def saxpy_case():
@@ -199,6 +178,9 @@ CASES = {
     "row_sums": row_sums_case(np.float32),
     "row_sums_f64": row_sums_case(np.float64),
     "jacobi_step": jacobi_case(),
+    "matmul_naive": matmul_case(),
+    "matmul_scheduled": matmul_case(),
+    **MORE_CASES,
 }
 
 
@@ -264,7 +246,7 @@ def numpy_params():
         ranks = {a.ndim for a in CASES[name].make(np.random.default_rng(0), sizes_of(name)[0])
                  if isinstance(a, np.ndarray)}
         for size in sizes_of(name):
-            for layout in LAYOUTS:
+            for layout in CASES[name].layouts:
                 if layout == "transposed" and max(ranks) < 2:
                     continue  # the same as contiguous
                 yield pytest.param(name, size, layout, id=f"{name}-{size_id(size)}-{layout}")
@@ -299,14 +281,18 @@ def test_stepped_output_leaves_the_gaps_alone(compiled):
 # ------------------------------------------------------------------ interpreter
 
 
-INTERPRETER_SIZES = {"matmul": ((0, 7, 7), (7, 0, 7), (1, 1, 1), (7, 7, 7), (1, 1000, 7)), "default": (0, 1, 7, 64)}
+INTERPRETER_SIZES = {"matmul": ((0, 7, 7), (7, 0, 7), (1, 1, 1), (7, 7, 7), (1, 1000, 7)), "default": (0, 1, 7, 64),
+                     "bmm": (0, 1, 7), "conv2d": (0, 1, 7)}  # size 64: seconds per call in the interpreter
 
 
 def interpreter_params():
     for name in KERNELS:
-        sizes = INTERPRETER_SIZES["matmul" if name.startswith("matmul") else "default"]
+        prefix = name.split("_")[0]
+        sizes = INTERPRETER_SIZES.get(prefix, INTERPRETER_SIZES["default"])
         for size in sizes:
             for layout in ("contiguous", "reversed", "broadcast"):
+                if layout not in CASES[name].layouts:
+                    continue
                 yield pytest.param(name, size, layout, id=f"{name}-{size_id(size)}-{layout}")
 
 
