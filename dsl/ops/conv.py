@@ -158,23 +158,20 @@ def _convolve(xp, wg, bias, y, groups, origin, stride, dilation, kernel) -> None
     c_in_g = wg.shape[3]
     sb, sh, sw, sc = xp.strides
     base = xp[:, origin[0]:, origin[1]:]
-    window = as_strided(base, (groups, n, out_h, out_w, *kernel, c_in_g),
-                        (c_in_g * sc, sb, sh * stride[0], sw * stride[1], sh * dilation[0], sw * dilation[1], sc),
+    window = as_strided(base, (n, out_h, groups, out_w, *kernel, c_in_g),
+                        (sb, sh * stride[0], c_in_g * sc, sw * stride[1], sh * dilation[0], sw * dilation[1], sc),
                         writeable=False)
     lib, t = _kernels(), SUFFIX[y.dtype]
+    bias = bias if bias is not None else np.zeros(c_out, y.dtype)
     if groups == c_out and c_in_g == 1:  # depthwise, one output per input channel
-        args = [window[:, :, :, :, :, :, 0].transpose(1, 2, 3, 4, 5, 0), wg[:, :, :, 0, 0].transpose(1, 2, 0),
-                bias if bias is not None else np.zeros(c_out, y.dtype), y]
-        getattr(lib, f"depthwise_{t}")(*args)
+        w_taps = np.ascontiguousarray(wg[:, :, :, 0, 0].transpose(1, 2, 0))
+        getattr(lib, f"depthwise_{t}")(window[..., 0].transpose(0, 1, 3, 4, 5, 2), w_taps, bias, y)
         return
-    yg = y.reshape(n, out_h, out_w, groups, c_out // groups) if y.flags.c_contiguous else \
-        as_strided(y, (n, out_h, out_w, groups, c_out // groups), (*y.strides[:3], y.strides[3] * (c_out // groups),
-                                                                     y.strides[3]))
-    yg = yg.transpose(3, 0, 1, 2, 4)
-    if bias is None:
-        getattr(lib, f"conv_{t}")(window, wg, yg)
-    else:
-        getattr(lib, f"conv_bias_{t}")(window, wg, bias.reshape(groups, c_out // groups), yg)
+    yg = as_strided(y, (n, out_h, groups, out_w, c_out // groups),
+                    (y.strides[0], y.strides[1], y.strides[3] * (c_out // groups), y.strides[2], y.strides[3]))
+    if n < out_h:  # the longer of the two loops outermost: it runs on all threads
+        window, yg = window.swapaxes(0, 1), yg.swapaxes(0, 1)
+    getattr(lib, f"conv_{t}")(window, wg, bias.reshape(groups, c_out // groups), yg)
 
 
 def _operands(op, x, w, bias, layout):
