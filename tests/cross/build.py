@@ -16,6 +16,7 @@ ROOT = Path(__file__).resolve().parents[2]
 AARCH64 = ["--target", "aarch64-linux-gnu"]
 # Sizes for symbolic dims: odd, distinct, past a vector and a micro-kernel tile.
 DIM_SIZES = (37, 19, 23, 29, 17, 13, 11, 7)
+MAX_ELEMENTS = 1 << 20
 
 
 def dslc_build(tk: Path, out_dir: Path, lib: str, *flags: str) -> tuple[dict[str, CKernel] | None, str]:
@@ -33,7 +34,7 @@ def generic_args(kernel: CKernel, seed: str) -> list | None:
     """Random arguments for `kernel` (inputs random, outputs zero), each symbolic
     dim one size from DIM_SIZES; None when a type is not one the driver ships."""
     rng = np.random.default_rng(zlib.crc32(seed.encode()))
-    sizes: dict[str, int] = {}
+    sizes = _dim_sizes(kernel)
     args = []
     for param in kernel.params:
         if param.dtype not in NUMPY_TYPES:
@@ -42,10 +43,30 @@ def generic_args(kernel: CKernel, seed: str) -> list | None:
         if param.dims is None:
             args.append(_random(rng, dtype, ()).item())
             continue
-        shape = tuple(int(d) if d.isdigit() else sizes.setdefault(d, DIM_SIZES[len(sizes) % len(DIM_SIZES)])
-                      for d in param.dims)
+        shape = tuple(int(d) if d.isdigit() else sizes[d] for d in param.dims)
         args.append(np.zeros(shape, dtype) if param.output else _random(rng, dtype, shape))
     return args
+
+
+def _dim_sizes(kernel: CKernel) -> dict[str, int]:
+    """A size from DIM_SIZES per symbolic dim, in order of appearance; while an
+    argument would exceed MAX_ELEMENTS (a rank-7 convolution window would
+    take gigabytes), its largest symbolic dim is halved."""
+    sizes: dict[str, int] = {}
+    shapes = [param.dims for param in kernel.params if param.dims is not None]
+    for dims in shapes:
+        for d in dims:
+            if not d.isdigit():
+                sizes.setdefault(d, DIM_SIZES[len(sizes) % len(DIM_SIZES)])
+    for dims in shapes:
+        while True:
+            symbolic = [d for d in dims if not d.isdigit()]
+            count = int(np.prod([int(d) if d.isdigit() else sizes[d] for d in dims]))
+            if count <= MAX_ELEMENTS or not symbolic or max(sizes[d] for d in symbolic) <= 2:
+                break
+            largest = max(symbolic, key=lambda d: sizes[d])
+            sizes[largest] = max(2, sizes[largest] // 2)
+    return sizes
 
 
 def _random(rng, dtype: np.dtype, shape) -> np.ndarray:

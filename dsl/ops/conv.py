@@ -1,0 +1,224 @@
+"""2-D convolutions on numpy arrays, with kernels written in the language
+(`stdlib/conv.tk`): `conv2d` and `conv_transpose2d`, torch's semantics.
+
+    import numpy as np, dsl
+    x = np.ones((1, 8, 32, 32), np.float32); w = np.ones((16, 8, 3, 3), np.float32)
+    y = dsl.ops.conv2d(x, w, padding=1)                       # (1, 16, 32, 32), as torch
+    y = dsl.ops.conv2d(x.transpose(0, 2, 3, 1), w.transpose(2, 3, 1, 0), layout="NHWC")
+
+layout="NCHW": input (N, C, H, W), weights (C_out, C_in/groups, KH, KW)
+(conv_transpose2d: (C_in, C_out/groups, KH, KW)), output NCHW.
+layout="NHWC": input (N, H, W, C), weights (KH, KW, C_in/groups, C_out)
+(conv_transpose2d: (KH, KW, C_out/groups, C_in)), output NHWC.
+A 3-D input is one image without the batch axis.
+
+How: the input is copied once into a zero-padded NHWC buffer (O(input); none
+when it is NHWC already and unpadded); each kernel reads a window VIEW of
+it, X[g, b, p, q, r, s, ci] = pixel (p*stride + r*dilation, q*stride +
+s*dilation), made with strides, so no im2col matrix exists; the compiler
+makes that index notation a BRGEMM over the taps. The transposed convolution
+is split by output phase (o mod stride): each phase is a plain convolution of
+the input with the taps that reach it, flipped, so the zero-dilated input is
+never formed either.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numpy.lib.stride_tricks import as_strided
+
+from .arrays import SUFFIX, as_array, check_float_dtype
+from .conv_args import check_channels, check_groups, check_hyper, check_rank, check_size, conv_padding, pair
+from .library import stdlib_library
+
+__all__ = ["conv2d", "conv_transpose2d"]
+
+LAYOUTS = ("NCHW", "NHWC")
+_library: list = []
+
+
+def _kernels():
+    if not _library:
+        _library.append(stdlib_library("conv"))
+    return _library[0]
+
+
+def conv2d(x, w, bias=None, *, stride=1, padding=0, dilation=1, groups=1, layout="NCHW") -> np.ndarray:
+    """torch.nn.functional.conv2d (float32/float64; see the module's docstring for layouts).
+
+    >>> dsl.ops.conv2d(np.ones((1, 2, 4, 4), np.float32), np.ones((3, 2, 3, 3), np.float32)).shape
+    (1, 3, 2, 2)
+    """
+    op = "conv2d"
+    x, w, bias, dtype, unbatched = _operands(op, x, w, bias, layout)
+    groups = check_groups(op, groups)
+    stride, dilation = pair(op, "stride", stride), pair(op, "dilation", dilation)
+    w = np.ascontiguousarray(w.transpose(2, 3, 1, 0)) if layout == "NCHW" else w  # KH, KW, C_in/g, C_out
+    kernel = w.shape[:2]
+    pads = conv_padding(op, padding, stride, dilation, kernel)
+    check_hyper(op, stride, dilation, (0, 0))
+    c_out = w.shape[3]
+    torch_w = (c_out, w.shape[2], *kernel)
+    check_channels(op, groups, torch_w, _torch_shape(x, layout), x.shape[3], w.shape[2] * groups, c_out)
+    _check_bias(op, bias, c_out)
+    extent = [d * (k - 1) + 1 for d, k in zip(dilation, kernel)]
+    padded = [x.shape[1 + i] + sum(pads[i]) for i in range(2)]
+    check_size(op, tuple(padded), tuple(extent))
+    out_hw = [(p - e) // s + 1 for p, e, s in zip(padded, extent, stride)]
+    y = np.empty((x.shape[0], *out_hw, c_out), dtype)
+    if y.size and w.shape[2]:
+        xp = _padded(x, pads, dtype)
+        wg = w.reshape(*kernel, w.shape[2], groups, c_out // groups).transpose(3, 0, 1, 2, 4)
+        _convolve(xp, np.ascontiguousarray(wg), bias, y, groups, (0, 0), stride, dilation, kernel)
+    elif y.size:
+        _fill_bias(y, bias)
+    return _result(y, layout, unbatched)
+
+
+def conv_transpose2d(x, w, bias=None, *, stride=1, padding=0, output_padding=0, dilation=1, groups=1,
+                     layout="NCHW") -> np.ndarray:
+    """torch.nn.functional.conv_transpose2d (the adjoint of conv2d in x).
+
+    >>> dsl.ops.conv_transpose2d(np.ones((1, 2, 4, 4), np.float32), np.ones((2, 3, 3, 3), np.float32),
+    ...                          stride=2).shape
+    (1, 3, 9, 9)
+    """
+    op = "conv_transpose2d"
+    x, w, bias, dtype, unbatched = _operands(op, x, w, bias, layout)
+    groups = check_groups(op, groups)
+    stride, dilation = pair(op, "stride", stride), pair(op, "dilation", dilation)
+    pad, out_pad = pair(op, "padding", padding), pair(op, "output_padding", output_padding)
+    check_hyper(op, stride, dilation, pad)
+    w = w.transpose(2, 3, 1, 0) if layout == "NCHW" else w  # KH, KW, C_out/g, C_in
+    kernel, c_in, c_out = w.shape[:2], w.shape[3], w.shape[2] * groups
+    for i in range(2):
+        if out_pad[i] < 0 or out_pad[i] >= max(stride[i], dilation[i]):
+            raise ValueError(f"{op}: output padding must be smaller than either stride or dilation, but got "
+                             f"output_padding_height: {out_pad[0]} output_padding_width: {out_pad[1]} "
+                             f"stride_height: {stride[0]} stride_width: {stride[1]} dilation_height: "
+                             f"{dilation[0]} dilation_width: {dilation[1]}")
+    torch_w = (c_in, w.shape[2], *kernel)
+    if c_in % groups:
+        raise ValueError(f"{op}: Given groups={groups}, expected weight to be divisible by {groups} at dimension 0, "
+                         f"but got weight of size {list(torch_w)} instead")
+    check_channels(op, groups, torch_w, _torch_shape(x, layout), x.shape[3], c_in, c_in)
+    _check_bias(op, bias, c_out)
+    out_hw = [(n - 1) * s - 2 * p + d * (k - 1) + o + 1
+              for n, s, p, d, k, o in zip(x.shape[1:3], stride, pad, dilation, kernel, out_pad)]
+    if min(out_hw) <= 0:
+        raise ValueError(f"{op}: Given input size per channel: ({x.shape[1]} x {x.shape[2]}). Calculated output "
+                         f"size per channel: ({out_hw[0]} x {out_hw[1]}). Output size is too small")
+    y = np.empty((x.shape[0], *out_hw, c_out), dtype)
+    if y.size:
+        _transposed(x, w, bias, y, groups, stride, pad, dilation)
+    return _result(y, layout, unbatched)
+
+
+def _transposed(x, w, bias, y, groups, stride, pad, dilation) -> None:
+    """y as one plain convolution per output phase (ph, pw): output rows
+    ph, ph + s, ... gather input rows t + offset over the taps kh with
+    (ph + pad - kh*d) divisible by s, at offsets spaced d/gcd(s, d) apart."""
+    kernel = w.shape[:2]
+    phases = [[_phase_taps(ph, s, p, d, k, n_out) for ph in range(min(s, n_out))]
+              for s, p, d, k, n_out in zip(stride, pad, dilation, kernel, y.shape[1:3])]
+    lows, highs = [], []
+    for axis in range(2):
+        reach = [(t[0], t[0] + (len(t[1]) - 1) * t[2] + count - 1) for t, count in phases[axis] if t[1] and count]
+        lows.append(max([0] + [-lo for lo, _ in reach]))
+        highs.append(max([0] + [hi - (x.shape[1 + axis] - 1) for _, hi in reach]))
+    xp = _padded(x, tuple(zip(lows, highs)), y.dtype)
+    c_in_g = w.shape[3] // groups
+    for ph, ((first_h, taps_h, step_h), count_h) in enumerate(phases[0]):
+        for pw, ((first_w, taps_w, step_w), count_w) in enumerate(phases[1]):
+            part = y[:, ph::stride[0], pw::stride[1]]
+            if not (taps_h and taps_w and c_in_g):
+                _fill_bias(part, bias)
+                continue
+            wt = w[np.ix_(taps_h, taps_w)]  # R, S, C_out/g, C_in: flipped taps
+            wg = wt.reshape(len(taps_h), len(taps_w), w.shape[2], groups, c_in_g).transpose(3, 0, 1, 4, 2)
+            origin = (first_h + lows[0], first_w + lows[1])
+            _convolve(xp, np.ascontiguousarray(wg), bias, part, groups, origin, (1, 1), (step_h, step_w),
+                      wg.shape[1:3])
+
+
+def _phase_taps(phase: int, s: int, p: int, d: int, k: int, n_out: int):
+    """((first input offset, taps in the order of ascending offsets, offset step), output count)."""
+    taps = [kh for kh in range(k - 1, -1, -1) if (phase + p - kh * d) % s == 0]
+    first = (phase + p - taps[0] * d) // s if taps else 0
+    count = (n_out - phase + s - 1) // s
+    return (first, taps, d // math.gcd(s, d)), count
+
+
+def _convolve(xp, wg, bias, y, groups, origin, stride, dilation, kernel) -> None:
+    """y[b, p, q, g*COg + co] (+)= the convolution of the padded NHWC xp, its
+    pixel (origin + (p, q) * stride + (r, s) * dilation), with wg[g, r, s, ci, co]."""
+    n, out_h, out_w, c_out = y.shape
+    c_in_g = wg.shape[3]
+    sb, sh, sw, sc = xp.strides
+    base = xp[:, origin[0]:, origin[1]:]
+    window = as_strided(base, (n, out_h, groups, out_w, *kernel, c_in_g),
+                        (sb, sh * stride[0], c_in_g * sc, sw * stride[1], sh * dilation[0], sw * dilation[1], sc),
+                        writeable=False)
+    lib, t = _kernels(), SUFFIX[y.dtype]
+    bias = bias if bias is not None else np.zeros(c_out, y.dtype)
+    if groups == c_out and c_in_g == 1:  # depthwise, one output per input channel
+        w_taps = np.ascontiguousarray(wg[:, :, :, 0, 0].transpose(1, 2, 0))
+        getattr(lib, f"depthwise_{t}")(window[..., 0].transpose(0, 1, 3, 4, 5, 2), w_taps, bias, y)
+        return
+    yg = as_strided(y, (n, out_h, groups, out_w, c_out // groups),
+                    (y.strides[0], y.strides[1], y.strides[3] * (c_out // groups), y.strides[2], y.strides[3]))
+    if n < out_h:  # the longer of the two loops outermost: it runs on all threads
+        window, yg = window.swapaxes(0, 1), yg.swapaxes(0, 1)
+    getattr(lib, f"conv_{t}")(window, wg, bias.reshape(groups, c_out // groups), yg)
+
+
+def _operands(op, x, w, bias, layout):
+    x, w = as_array(op, "input", x), as_array(op, "weight", w)
+    if bias is not None:
+        bias = as_array(op, "bias", bias)
+    if layout not in LAYOUTS:
+        raise ValueError(f"{op}: layout must be one of {LAYOUTS}, got {layout!r}")
+    dtype = check_float_dtype(op, x, w, *([bias] if bias is not None else []))
+    check_rank(op, x, w)
+    unbatched = x.ndim == 3
+    if unbatched:
+        x = x[None]
+    x = x.transpose(0, 2, 3, 1) if layout == "NCHW" else x  # NHWC
+    w = w.astype(dtype, copy=False)
+    if bias is not None:
+        bias = np.ascontiguousarray(bias, dtype)
+    return x, w, bias, dtype, unbatched
+
+
+def _torch_shape(x_nhwc: np.ndarray, layout: str) -> tuple:
+    n, h, w, c = x_nhwc.shape
+    return (n, c, h, w) if layout == "NCHW" else (n, h, w, c)
+
+
+def _check_bias(op: str, bias, c_out: int) -> None:
+    if bias is not None and bias.shape != (c_out,):
+        raise ValueError(f"{op}: Given weight of size implying {c_out} output channels, expected bias to be "
+                         f"1-dimensional with {c_out} elements, but got bias of size {list(bias.shape)} instead")
+
+
+def _padded(x: np.ndarray, pads, dtype) -> np.ndarray:
+    """x (NHWC) in a C-contiguous buffer of `dtype` with zero borders ((top, bottom), (left, right))."""
+    (top, bottom), (left, right) = pads
+    if not (top or bottom or left or right) and x.dtype == dtype and x.flags.c_contiguous:
+        return x
+    n, h, w, c = x.shape
+    xp = np.zeros((n, h + top + bottom, w + left + right, c), dtype)
+    xp[:, top:top + h, left:left + w] = x
+    return xp
+
+
+def _fill_bias(y: np.ndarray, bias) -> None:
+    y[...] = 0 if bias is None else bias
+
+
+def _result(y: np.ndarray, layout: str, unbatched: bool) -> np.ndarray:
+    if layout == "NCHW":
+        y = np.ascontiguousarray(y.transpose(0, 3, 1, 2))
+    return y[0] if unbatched else y
