@@ -44,8 +44,25 @@ def _values(rng, dtype, shape) -> np.ndarray:
     return rng.integers(0, 8, shape).astype(dtype)
 
 
+MAX_ELEMENTS = 1 << 20
+
+
+def _fitting(spec, size: int) -> int:
+    """`size`, lowered until no tensor of `spec` exceeds MAX_ELEMENTS (a conv's
+    7-d window at size 33 would take hundreds of GiB)."""
+    while size > 1:
+        largest = max((int(np.prod([d if isinstance(d, int) else size for d in p.dims], dtype=np.int64))
+                       for p in spec.params if p.kind == "tensor"), default=0)
+        if largest <= MAX_ELEMENTS:
+            break
+        size -= 1
+    return size
+
+
 def arguments(spec, size: int, rng, place=None) -> list:
-    """Arguments for kernel `spec` with every named dim of size `size`."""
+    """Arguments for kernel `spec` with every named dim of size `size` (or less,
+    for kernels whose tensors would be too large)."""
+    size = _fitting(spec, size)
     args = []
     for p in spec.params:
         dtype = NUMPY[p.dtype]

@@ -52,7 +52,7 @@ for path in sys.argv[2:]:
             count += 1
             try:
                 getattr(lib, name)(*args)
-            except (ValueError, TypeError, MemoryError) as exc:  # a refused call is not a memory error
+            except (ValueError, TypeError, IndexError, MemoryError) as exc:  # a refused call is not a memory error
                 failed += 1
 print(f"calls {count} refused {failed}", flush=True)
 """

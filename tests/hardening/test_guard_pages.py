@@ -64,7 +64,16 @@ for path in sys.argv[2:]:
         plain = list(calls(lib, sizes=(1, 7, 17, 33), seed=1))
         placed = list(calls(lib, sizes=(1, 7, 17, 33), seed=1, place=place))
         for (name, want), (_, got) in zip(plain, placed):
-            getattr(lib, name)(*want)
+            try:
+                getattr(lib, name)(*want)
+            except (ValueError, TypeError, IndexError, MemoryError) as refused:
+                # Random sizes a kernel does not accept (a conv's window past its
+                # input): refused before any access; the placed call must agree.
+                try:
+                    getattr(lib, name)(*got)
+                except type(refused):
+                    continue
+                raise AssertionError((path, name, "refused only on plain arrays"))
             getattr(lib, name)(*got)
             for w, g in zip(want, got):
                 if isinstance(w, np.ndarray) and w.dtype.kind == "f":
