@@ -24,18 +24,26 @@ def build(tk_name: str):
 
 def median_seconds(fn, repeats: int, min_time: float = 0.05) -> float:
     """Median over `repeats` samples; each sample loops until `min_time` passed."""
-    fn()
-    samples = []
+    return interleaved({"fn": fn}, repeats, min_time)["fn"]
+
+
+def interleaved(fns: dict, repeats: int, min_time: float = 0.05) -> dict:
+    """Median seconds per call of each function; the samples alternate, so a
+    change in the machine's state hits every function alike."""
+    for fn in fns.values():
+        fn()
+    samples: dict = {name: [] for name in fns}
     for _ in range(repeats):
-        calls, start = 0, time.perf_counter()
-        while True:
-            fn()
-            calls += 1
-            elapsed = time.perf_counter() - start
-            if elapsed >= min_time:
-                break
-        samples.append(elapsed / calls)
-    return statistics.median(samples)
+        for name, fn in fns.items():
+            calls, start = 0, time.perf_counter()
+            while True:
+                fn()
+                calls += 1
+                elapsed = time.perf_counter() - start
+                if elapsed >= min_time:
+                    break
+            samples[name].append(elapsed / calls)
+    return {name: statistics.median(s) for name, s in samples.items()}
 
 
 def machine() -> str:

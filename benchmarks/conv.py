@@ -24,7 +24,8 @@ from numpy.lib.stride_tricks import as_strided
 
 import dsl
 from common import machine, table
-from dense import HEADER, _markdown, _threads, interleaved, rate_row
+from common import interleaved
+from dense import HEADER, _markdown, _threads, rate_row
 
 F = torch.nn.functional
 # (label, N, H, W, C_in, C_out, kernel, stride, padding, groups, transposed)

@@ -14,9 +14,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import statistics
 import sys
-import time
 
 import numpy as np
 import torch
@@ -24,30 +22,12 @@ from numpy.lib.stride_tricks import as_strided
 from threadpoolctl import threadpool_limits
 
 import dsl
-from common import build, machine, table
+from common import build, interleaved, machine, table
 
 GEMM = [(64, 64, 64), (256, 256, 256), (512, 512, 512), (1024, 1024, 1024), (2048, 2048, 2048),
         (512, 3584, 3584), (17, 17, 17), (77, 77, 77), (129, 129, 129), (1000, 1000, 1000)]
 QUICK_GEMM = [(64, 64, 64), (512, 512, 512), (77, 77, 77)]
 SEED = "acdf,bcef->abde"
-
-
-def interleaved(fns: dict, repeats: int, min_time: float = 0.05) -> dict:
-    """Median seconds per call of each function; the samples alternate."""
-    for fn in fns.values():
-        fn()
-    samples: dict = {name: [] for name in fns}
-    for _ in range(repeats):
-        for name, fn in fns.items():
-            calls, start = 0, time.perf_counter()
-            while True:
-                fn()
-                calls += 1
-                elapsed = time.perf_counter() - start
-                if elapsed >= min_time:
-                    break
-            samples[name].append(elapsed / calls)
-    return {name: statistics.median(s) for name, s in samples.items()}
 
 
 def rate_row(label: str, threads: int, work: float, seconds: dict) -> list[str]:

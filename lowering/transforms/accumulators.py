@@ -21,8 +21,8 @@ from dataclasses import replace
 
 from .. import ir
 from ..loops import identity
-from ..rewrite import stmt_exprs, walk_expr, walk_stmts
-from .vector_accumulators import REDUCTION_OF
+from ..rewrite import walk_expr
+from .vector_accumulators import REDUCTION_OF, touched_elsewhere
 
 
 def split_accumulators(loop: ir.For, reassociate: bool) -> list[ir.Stmt]:
@@ -67,14 +67,6 @@ def _eligible(loop: ir.For, sym: ir.Sym, positions: list[int], op: str, reassoci
     exact = op in ("min", "max") or (op in ("+", "*") and not sym.type.is_float)
     if not (exact or reassociate):
         return False
-    mine = {id(loop.body[k]) for k in positions}
-    for s in walk_stmts(loop.body):
-        if id(s) in mine:
-            if _update(s)[1] != op:
-                return False
-            continue
-        if isinstance(s, ir.Assign) and s.sym is sym:
-            return False
-        if any(isinstance(n, ir.Var) and n.sym is sym for e in stmt_exprs(s) for n in walk_expr(e)):
-            return False
-    return True
+    if any(_update(loop.body[k])[1] != op for k in positions):
+        return False
+    return not touched_elsewhere(loop.body, {id(loop.body[k]) for k in positions}, sym)

@@ -58,8 +58,13 @@ def _update(s: ir.Stmt):
 
 def _read_elsewhere(outer: ir.For, update: ir.Stmt, sym: ir.Sym) -> bool:
     """Is `sym` read or written in `outer` other than by `update`?"""
-    for s in walk_stmts(outer.body):
-        if s is update:
+    return touched_elsewhere(outer.body, {id(update)}, sym)
+
+
+def touched_elsewhere(body, updates: set[int], sym: ir.Sym) -> bool:
+    """Is `sym` read or assigned in `body` by a statement not in `updates` (ids)?"""
+    for s in walk_stmts(body):
+        if id(s) in updates:
             continue
         if isinstance(s, ir.Assign) and s.sym is sym:
             return True
