@@ -75,7 +75,7 @@ class Kernel:
         return f"<dsl.Kernel {self.name} from {self.source.name}:{self.source.first_line}>"
 
     def __call__(self, *args, **kwargs):
-        if self._shaped is not None and not self.options.interpret:
+        if self._shaped is not None:
             return self._shaped.caller(args, kwargs)(*args, **kwargs)
         caller = self._caller or self.compile()
         return caller(*args, **kwargs)

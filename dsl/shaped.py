@@ -24,9 +24,14 @@ class ShapedBuilds:
         self._callers: dict = {}
         self._lock = threading.Lock()
         self._ir = None  # (spec, schedule) of the loop IR, made once
+        self._interpreted: bool | None = None
 
     def caller(self, args: tuple, kwargs: dict):
         """The build for these arguments (compiled on first sight of their shapes)."""
+        if self._interpreted is None:  # the environment is read once, at the first call
+            self._interpreted = self.kernel.options.interpret
+        if self._interpreted:
+            return self.kernel.compile()  # the interpreter takes any shape as it is
         spec, _ = self._kernel_ir()
         values = _bind(spec, args, kwargs)
         sizes = _sizes(spec, values) if values is not None else None

@@ -53,10 +53,7 @@ def _intrinsic(ck: ExprChecker, node: ast.Call, name: str) -> TExpr | None:
         return _fma(ck, node)
     if name in ("bits", "from_bits"):
         return _bitcast(ck, node, name)
-    if len(node.args) != 1:
-        ck.bag.error(node.span, f"{name}() takes exactly one argument ({len(node.args)} given)")
-        return None
-    te = ck.expr(node.args[0])
+    te = _one_argument(ck, node, name)
     if te is None:
         return None
     if _literals([te]):
@@ -130,13 +127,18 @@ def _fma(ck: ExprChecker, node: ast.Call) -> TExpr | None:
     return TExpr(ir.Fma(a, b, c, target, node.span))
 
 
-def _bitcast(ck: ExprChecker, node: ast.Call, name: str) -> TExpr | None:
-    """`bits(x)`: the IEEE bits of float `x` as the signed int of its width;
-    `from_bits(i)`: the float whose bits are int `i` (i32/u32 -> f32, i64/u64 -> f64)."""
+def _one_argument(ck: ExprChecker, node: ast.Call, name: str) -> TExpr | None:
+    """The checked single argument of `name(...)`, or None (reported)."""
     if len(node.args) != 1:
         ck.bag.error(node.span, f"{name}() takes exactly one argument ({len(node.args)} given)")
         return None
-    te = ck.expr(node.args[0])
+    return ck.expr(node.args[0])
+
+
+def _bitcast(ck: ExprChecker, node: ast.Call, name: str) -> TExpr | None:
+    """`bits(x)`: the IEEE bits of float `x` as the signed int of its width;
+    `from_bits(i)`: the float whose bits are int `i` (i32/u32 -> f32, i64/u64 -> f64)."""
+    te = _one_argument(ck, node, name)
     if te is None:
         return None
     if te.weak:
