@@ -18,30 +18,35 @@ StmtFn = Callable[[ir.Stmt], "ir.Stmt | list[ir.Stmt] | None"]
 
 
 def map_expr(e: ir.Expr, fn: ExprFn) -> ir.Expr:
+    """`e` rebuilt bottom-up, `fn` applied to every node after its children."""
+    return fn(map_children(e, lambda child: map_expr(child, fn)))
+
+
+def map_children(e: ir.Expr, fn: ExprFn) -> ir.Expr:
+    """`e` with `fn` applied to each direct child (not recursively): for
+    rewrites that decide top-down where to stop (`transforms/hoist.py`)."""
     match e:
         case ir.Load(_, indices, mask=mask):
-            e = replace(e, indices=tuple(map_expr(i, fn) for i in indices),
-                        mask=None if mask is None else map_expr(mask, fn))
+            return replace(e, indices=tuple(fn(i) for i in indices), mask=None if mask is None else fn(mask))
         case ir.Binary(_, lhs, rhs):
-            e = replace(e, lhs=map_expr(lhs, fn), rhs=map_expr(rhs, fn))
+            return replace(e, lhs=fn(lhs), rhs=fn(rhs))
         case ir.Unary(_, operand):
-            e = replace(e, operand=map_expr(operand, fn))
+            return replace(e, operand=fn(operand))
         case ir.Cast(value):
-            e = replace(e, value=map_expr(value, fn))
+            return replace(e, value=fn(value))
         case ir.Fma(a, b, c):
-            e = replace(e, a=map_expr(a, fn), b=map_expr(b, fn), c=map_expr(c, fn))
+            return replace(e, a=fn(a), b=fn(b), c=fn(c))
         case ir.Select(cond, a, b):
-            e = replace(e, cond=map_expr(cond, fn), a=map_expr(a, fn), b=map_expr(b, fn))
+            return replace(e, cond=fn(cond), a=fn(a), b=fn(b))
         case ir.Reduce(_, indices, body):
-            idx = tuple((s, map_expr(x, fn)) for s, x in indices)
-            e = replace(e, indices=idx, body=map_expr(body, fn))
+            return replace(e, indices=tuple((s, fn(x)) for s, x in indices), body=fn(body))
         case ir.Ramp(base):
-            e = replace(e, base=map_expr(base, fn))
+            return replace(e, base=fn(base))
         case ir.Broadcast(value):
-            e = replace(e, value=map_expr(value, fn))
+            return replace(e, value=fn(value))
         case ir.HReduce(_, value):
-            e = replace(e, value=map_expr(value, fn))
-    return fn(e)
+            return replace(e, value=fn(value))
+    return e
 
 
 def map_stmts(body, expr_fn: ExprFn | None = None, stmt_fn: StmtFn | None = None) -> tuple[ir.Stmt, ...]:

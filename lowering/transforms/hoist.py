@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from .. import ir
-from ..rewrite import assigned_syms, child_exprs, walk_expr, walk_stmts
+from ..rewrite import assigned_syms, map_children, walk_expr, walk_stmts
 from ..types import BOOL
 from ..vector import lanes_of
 from .dependence import expr_key
@@ -62,7 +62,7 @@ def hoist_loop(loop: ir.For) -> list[ir.Stmt]:
             return ir.Var(hoisted[key][0], getattr(e, "span", None))
         if isinstance(e, ir.Select):  # only the condition always runs
             return replace(e, cond=rewrite(e.cond, speculative), a=rewrite(e.a, True), b=rewrite(e.b, True))
-        return _rebuild(e, iter([rewrite(c, speculative) for c in child_exprs(e)]))
+        return map_children(e, lambda child: rewrite(child, speculative))
 
     body = tuple(_rewrite_stmt(s, rewrite, False) for s in loop.body)
     if not hoisted:
@@ -85,29 +85,6 @@ def _worth_hoisting(e: ir.Expr) -> bool:
         case ir.Load():
             return True
     return any(isinstance(n, (ir.Var, ir.Shape, ir.Load)) for n in walk_expr(e))
-
-
-def _rebuild(e: ir.Expr, children) -> ir.Expr:
-    match e:
-        case ir.Load(mask=mask):
-            indices = tuple(next(children) for _ in e.indices)
-            return replace(e, indices=indices, mask=None if mask is None else next(children))
-        case ir.Binary():
-            return replace(e, lhs=next(children), rhs=next(children))
-        case ir.Unary():
-            return replace(e, operand=next(children))
-        case ir.Cast():
-            return replace(e, value=next(children))
-        case ir.Fma():
-            return replace(e, a=next(children), b=next(children), c=next(children))
-        case ir.Select():
-            return replace(e, cond=next(children), a=next(children), b=next(children))
-        case ir.Ramp() | ir.Broadcast():
-            field = "base" if isinstance(e, ir.Ramp) else "value"
-            return replace(e, **{field: next(children)})
-        case ir.HReduce():
-            return replace(e, value=next(children))
-    return e
 
 
 def _rewrite_stmt(s: ir.Stmt, fn, speculative: bool) -> ir.Stmt:
