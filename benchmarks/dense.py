@@ -27,6 +27,8 @@ from common import build, interleaved, machine, table
 GEMM = [(64, 64, 64), (256, 256, 256), (512, 512, 512), (1024, 1024, 1024), (2048, 2048, 2048),
         (512, 3584, 3584), (17, 17, 17), (77, 77, 77), (129, 129, 129), (1000, 1000, 1000)]
 QUICK_GEMM = [(64, 64, 64), (512, 512, 512), (77, 77, 77)]
+# Transposed operands as views (x @ w.T is how a Linear layer multiplies).
+TRANSPOSED = [(512, 512, 512, "a @ b.T"), (512, 512, 512, "a.T @ b"), (512, 3584, 3584, "a @ b.T")]
 SEED = "acdf,bcef->abde"
 
 
@@ -41,8 +43,11 @@ def rate_row(label: str, threads: int, work: float, seconds: dict) -> list[str]:
 def gemm_rows(sizes, threads, repeats) -> list[list[str]]:
     rng = np.random.default_rng(0)
     rows = []
-    for m, k, n in sizes:
+    for m, k, n, *layout in sizes:
         a, b = rng.standard_normal((m, k), np.float32), rng.standard_normal((k, n), np.float32)
+        if layout:  # the same values, stored transposed
+            a = np.ascontiguousarray(a.T).T if "a.T" in layout[0] else a
+            b = np.ascontiguousarray(b.T).T if "b.T" in layout[0] else b
         c = np.empty((m, n), np.float32)
         ta, tb, tc = torch.from_numpy(a), torch.from_numpy(b), torch.empty((m, n))
         for t in threads:
@@ -50,7 +55,8 @@ def gemm_rows(sizes, threads, repeats) -> list[list[str]]:
                 s = interleaved({"dslc": lambda: dsl.ops.matmul(a, b, out=c),
                                  "numpy": lambda: np.matmul(a, b, out=c),
                                  "torch": lambda: torch.matmul(ta, tb, out=tc)}, repeats)
-            rows.append(rate_row(f"{m}x{k}x{n}", t, 2.0 * m * n * k, s))
+            label = f"{m}x{k}x{n}" + (f" {layout[0]}" if layout else "")
+            rows.append(rate_row(label, t, 2.0 * m * n * k, s))
     return rows
 
 
@@ -167,6 +173,8 @@ def main() -> int:
     sections = [
         ("SGEMM, C = A @ B (dsl.ops.matmul)", "GFLOP/s", lambda: gemm_rows(QUICK_GEMM if args.quick else GEMM,
                                                                          threads, repeats)),
+        ("SGEMM with transposed operands (views, no copies)", "GFLOP/s",
+         lambda: gemm_rows(TRANSPOSED[:1] if args.quick else TRANSPOSED, threads, repeats)),
         ("Batched matmul with a broadcast batch (dsl.ops.matmul)", "GFLOP/s", lambda: batched_rows(threads, repeats)),
         ("The seeds' tensor-operation configuration (references: einsum of the same views)", "GFLOP/s",
          lambda: seed_rows(threads, repeats)),

@@ -41,7 +41,7 @@ class MicroTile:
         return self.vectors * self.lanes
 
 
-def micro_tile(machine: Machine, t: ScalarType) -> MicroTile:
+def micro_tile(machine: Machine, t: ScalarType, max_vectors: int = 4) -> MicroTile:
     """The largest register block of C that fits with its operands.
 
     The accumulators (mr x vectors), one row of B (vectors) and the values of
@@ -55,7 +55,9 @@ def micro_tile(machine: Machine, t: ScalarType) -> MicroTile:
     when the loads outnumber the FMAs (both units issue about as many per
     cycle). Among the shapes that are not, take the most accumulators (they
     hide the FMA latency), then the one closest to two vectors wide: 6 x 16
-    f32 on AVX2's 16 registers, 12 x 8 on NEON's 32.
+    f32 on AVX2's 16 registers, 12 x 8 on NEON's 32. `max_vectors=1` gives
+    the tall, one-vector-wide tile for products with few columns (14 x 8 on
+    AVX2, 30 x 16 with AVX-512).
 
     >>> micro_tile(Machine(256, 16), F32)          # doctest: +SKIP
     MicroTile(mr=6, vectors=2, lanes=8)
@@ -63,7 +65,7 @@ def micro_tile(machine: Machine, t: ScalarType) -> MicroTile:
     lanes = machine.lanes(t)
     a_registers = 3 if machine.fma_by_element else 1
     best: tuple | None = None
-    for vectors in range(1, 5):
+    for vectors in range(1, max_vectors + 1):
         mr = (machine.vector_registers - vectors - a_registers) // vectors
         if machine.fma_by_element and mr >= lanes:
             mr -= mr % lanes

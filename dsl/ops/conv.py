@@ -12,9 +12,10 @@ layout="NHWC": input (N, H, W, C), weights (KH, KW, C_in/groups, C_out)
 (conv_transpose2d: (KH, KW, C_out/groups, C_in)), output NHWC.
 A 3-D input is one image without the batch axis.
 
-How: the input is copied once into a zero-padded NHWC buffer (O(input); none
-when it is NHWC already and unpadded); each kernel reads a window VIEW of
-it, X[g, b, p, q, r, s, ci] = pixel (p*stride + r*dilation, q*stride +
+How: an NHWC input is read where it is; padding costs small zero-padded
+copies of the border bands only (`conv_border`); other layouts are copied
+once into a padded NHWC buffer. Each kernel reads a window VIEW of the
+input, X[g, b, p, q, r, s, ci] = pixel (p*stride + r*dilation, q*stride +
 s*dilation), made with strides, so no im2col matrix exists; the compiler
 makes that index notation a BRGEMM over the taps. The transposed convolution
 is split by output phase (o mod stride): each phase is a plain convolution of
@@ -31,6 +32,7 @@ from numpy.lib.stride_tricks import as_strided
 
 from .arrays import SUFFIX, as_array, check_float_dtype
 from .conv_args import check_channels, check_groups, check_hyper, check_rank, check_size, conv_padding, pair
+from .conv_border import convolve_padded
 from .library import stdlib_library
 
 __all__ = ["conv2d", "conv_transpose2d"]
@@ -69,9 +71,16 @@ def conv2d(x, w, bias=None, *, stride=1, padding=0, dilation=1, groups=1, layout
     out_hw = [(p - e) // s + 1 for p, e, s in zip(padded, extent, stride)]
     y = np.empty((x.shape[0], *out_hw, c_out), dtype)
     if y.size and w.shape[2]:
-        xp = _padded(x, pads, dtype)
-        wg = w.reshape(*kernel, w.shape[2], groups, c_out // groups).transpose(3, 0, 1, 2, 4)
-        _convolve(xp, np.ascontiguousarray(wg), bias, y, groups, (0, 0), stride, dilation, kernel)
+        wg = np.ascontiguousarray(w.reshape(*kernel, w.shape[2], groups, c_out // groups).transpose(3, 0, 1, 2, 4))
+
+        def convolve(xp, origin, part, swapped):
+            if swapped:  # H and W exchanged: so are the taps, stride and dilation
+                _convolve(xp, np.ascontiguousarray(wg.transpose(0, 2, 1, 3, 4)), bias, part, groups, origin,
+                          stride[::-1], dilation[::-1], kernel[::-1])
+            else:
+                _convolve(xp, wg, bias, part, groups, origin, stride, dilation, kernel)
+
+        convolve_padded(x, pads, dtype, y, stride, dilation, kernel, convolve)
     elif y.size:
         _fill_bias(y, bias)
     return _result(y, layout, unbatched)

@@ -103,7 +103,7 @@ def _plain_2d(a, b, out) -> np.ndarray | None:
     if a.itemsize and any(s % a.itemsize for s in a.strides + b.strides):
         return None
     if out.size:
-        getattr(_kernels(), f"matmul_batch_{t}")(a[None], b[None], out[None])
+        _matmul(_kernels(), t, a[None], b[None], out[None])
     return out
 
 
@@ -116,7 +116,7 @@ def _product(a: np.ndarray, b: np.ndarray, c: np.ndarray, batch: tuple, column: 
             _matvec(lib, t, rows, b[:, 0], y)
             return
     if not batch:
-        getattr(lib, f"matmul_batch_{t}")(a[None], b[None], c[None])
+        _matmul(lib, t, a[None], b[None], c[None])
         return
     views = merge_axes([np.broadcast_to(a, batch + a.shape[-2:]), np.broadcast_to(b, batch + b.shape[-2:]), c],
                        len(batch))
@@ -126,10 +126,31 @@ def _product(a: np.ndarray, b: np.ndarray, c: np.ndarray, batch: tuple, column: 
 def _batched(lib, t: str, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> None:
     """One batch axis in one call; more (layouts no view merges) loop here."""
     if a.ndim == 3:
-        getattr(lib, f"matmul_batch_{t}")(a, b, c)
+        _matmul(lib, t, a, b, c)
     else:
         for i in range(a.shape[0]):
             _batched(lib, t, a[i], b[i], c[i])
+
+
+def _matmul(lib, t: str, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> None:
+    """c[p] = a[p] @ b[p] on 3-D views. A transposed f32 operand (its columns
+    contiguous, as `x @ w.T` passes a Linear layer's weights) goes to the
+    kernel written for that layout, where every inner stride is 1: the
+    general-stride version of the plain kernel is 20-40% slower."""
+    ta, tb = t == "f32" and _columns_contiguous(a), t == "f32" and _columns_contiguous(b)
+    if (ta or tb) and _rows_contiguous(c):
+        name = f"matmul_{'t' if ta else 'n'}{'t' if tb else 'n'}_f32"
+        getattr(lib, name)(a.swapaxes(1, 2) if ta else a, b.swapaxes(1, 2) if tb else b, c)
+    else:
+        getattr(lib, f"matmul_batch_{t}")(a, b, c)
+
+
+def _rows_contiguous(x: np.ndarray) -> bool:
+    return x.shape[-1] <= 1 or x.strides[-1] == x.itemsize
+
+
+def _columns_contiguous(x: np.ndarray) -> bool:
+    return not _rows_contiguous(x) and (x.shape[-2] <= 1 or x.strides[-2] == x.itemsize)
 
 
 def matvec(a, x, *, out=None) -> np.ndarray:

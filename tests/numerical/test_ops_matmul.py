@@ -139,3 +139,25 @@ def test_bad_out():
     frozen.setflags(write=False)
     with pytest.raises(ValueError, match="matmul: out is read-only"):
         dsl.ops.matmul(a, b, out=frozen)
+
+
+@pytest.mark.parametrize("size", [(1, 1, 1), (7, 11, 13), (30, 72, 16), (140, 300, 200)])
+@pytest.mark.parametrize("layout", ["nt", "tn", "tt"])
+def test_transposed_operands_take_their_layout_kernel(size, layout, monkeypatch):
+    """x @ w.T and friends: the f32 kernel written for that layout runs (all
+    inner strides 1), on plain and batched (broadcast) operands."""
+    from dsl.ops import dense
+
+    m, k, n = size
+    a = rand((m, k)) if layout[0] == "n" else rand((k, m)).T
+    b = rand((k, n), seed=1) if layout[1] == "n" else rand((n, k), seed=1).T
+    called = []
+    lib = dense._kernels()
+    real = getattr(lib, f"matmul_{layout}_f32")
+    monkeypatch.setattr(dense, "_kernels", lambda: type("L", (), {
+        "__getattr__": lambda _, name: getattr(lib, name),
+        f"matmul_{layout}_f32": staticmethod(lambda *xs: (called.append(1), real(*xs)))})())
+    close(dsl.ops.matmul(a, b), a, b)
+    batched = np.broadcast_to(a, (3, m, k))
+    close(dsl.ops.matmul(batched, b), batched, b)
+    assert len(called) == 2 or (m <= 1 or k <= 1 or n <= 1)
