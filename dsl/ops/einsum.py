@@ -2,6 +2,7 @@
 
     c = dsl.ops.contract("bmk,bkn->bmn", a, b)
     y = dsl.ops.contract("acdf,bcef->abde", x, w, first_touch="zero", last_touch="relu")
+    z = dsl.ops.contract("...mk,...kn->...mn", a, b)     # batch axes broadcast, as numpy.einsum
 
 The op writes one kernel in index notation for the spec and the operands'
 layouts, and compiles it once (`generated.py`). How the indices are laid out
@@ -27,6 +28,7 @@ from __future__ import annotations
 import numpy as np
 
 from .arrays import SUFFIX, as_array, check_float_dtype, check_out, finish, kernel_view, writable_target
+from .einsum_ellipsis import expand_ellipsis
 from .generated import generated_library
 
 HELPERS = {
@@ -45,6 +47,7 @@ def contract(spec: str, *operands, out=None, first_touch=None, last_touch=None) 
     4.0
     """
     arrays = [as_array("contract", f"operand {i}", x) for i, x in enumerate(operands)]
+    spec, arrays = expand_ellipsis(spec, arrays)
     inputs, output = parse_spec(spec, arrays)
     sizes = label_sizes(inputs, arrays)
     if first_touch not in FIRST_TOUCH:
@@ -107,8 +110,6 @@ def parse_spec(spec: str, arrays: list[np.ndarray]) -> tuple[list[str], str]:
     if not isinstance(spec, str):
         raise TypeError(f"contract: the spec must be a string, got {type(spec).__name__}")
     text = spec.replace(" ", "")
-    if "." in text:
-        raise ValueError("contract: '...' (ellipsis) in the spec is not supported; name every axis")
     lhs, arrow, rhs = text.partition("->")
     inputs = lhs.split(",")
     for label in text.replace(",", "").replace("->", ""):

@@ -1,6 +1,6 @@
 """dsl.ops.contract against numpy.einsum: batch, permuted and repeated
 indices, several summed indices (batch-reduce), one and three operands,
-implicit outputs, views of any strides, the seeds' tensor-backend
+implicit outputs, `...` broadcast as numpy.einsum does, views of any strides, the seeds' tensor-backend
 configuration, fused first and last touches, errors, 1 and 2 threads.
 
 Every spec and layout compiles a kernel of its own (seconds each), so the
@@ -125,7 +125,10 @@ def test_accumulate_with_relu_is_the_seeds_last_touch():
     (lambda: dsl.ops.contract("ijk->i", np.ones((2, 3))), ValueError, "operand 0 has 2 dimensions"),
     (lambda: dsl.ops.contract("ij->iz", np.ones((2, 3))), ValueError, "output subscript 'z'"),
     (lambda: dsl.ops.contract("ij->ii", np.ones((2, 2))), ValueError, "appears more than once"),
-    (lambda: dsl.ops.contract("...i->i", np.ones((2, 2))), ValueError, "ellipsis"),
+    (lambda: dsl.ops.contract("...i->i", np.ones((2, 2))), ValueError, "no '...' ellipsis provided"),
+    (lambda: dsl.ops.contract("...ij,...jk", np.ones((2, 3, 4)), np.ones((3, 4, 5))), ValueError,
+     "could not be broadcast together along '...'"),
+    (lambda: dsl.ops.contract("i.j->i", np.ones((2, 2))), ValueError, "invalid ellipsis"),
     (lambda: dsl.ops.contract("ij->i", np.ones((2, 2), np.int8)), TypeError, "unsupported dtype int8"),
     (lambda: dsl.ops.contract("ij->i", np.ones((2, 2)), last_touch="tanh"), ValueError, "unknown last_touch"),
     (lambda: dsl.ops.contract("ij->i", np.ones((2, 2)), first_touch="one"), ValueError, "first_touch must be"),
@@ -138,3 +141,15 @@ def test_errors(call, error, text):
     with pytest.raises(error) as info:
         call()
     assert text in str(info.value) and str(info.value).startswith("contract: ")
+
+
+@pytest.mark.parametrize("spec, shapes", [
+    ("...mk,...kn->...mn", [(5, 1, 3, 4), (2, 4, 6)]),   # batch axes broadcast: a 1 repeats, a missing axis too
+    ("...mk,...kn", [(2, 3, 4), (4, 5)]),                # implicit output: the broadcast axes first
+    ("i...,i...->...", [(3, 2), (3, 1)]),
+    ("...", [(2, 3)]),
+    ("b...k,bkn->b...n", [(2, 3, 5, 4), (2, 4, 6)]),     # in the middle of a term
+])
+def test_ellipsis(spec, shapes):
+    operands = [rand(s, seed=i) for i, s in enumerate(shapes)]
+    check(dsl.ops.contract(spec, *operands), spec, *operands)
