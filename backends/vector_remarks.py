@@ -18,6 +18,8 @@ import re
 _NODE = re.compile(r"^!(\d+) = (?:distinct )?!\{(.*)\}$", re.MULTILINE)
 _TAG = re.compile(r'^!"dsl\.loop", !"([^"]*)", i32 (\d+), i32 (\d+)$')
 _LATCH = re.compile(r"!llvm\.loop !(\d+)")
+# A shufflevector's lane mask is a vector of i32 whatever the data's type.
+_SHUFFLE_MASK = re.compile(r"(?<=\S), <\d+ x i32> (?:zeroinitializer|<[^>\n]*>)")
 _VECTOR = re.compile(r"<(\d+) x (float|double|half|i8|i16|i32|i64)>")
 
 
@@ -41,7 +43,7 @@ def vectorized_loops(text: str) -> dict[tuple[str, int, int], tuple[int, str]]:
         if latch is None or int(latch.group(1)) not in loop_tag:
             continue
         key = loop_tag[int(latch.group(1))]
-        widths = [(int(n), t) for n, t in _VECTOR.findall(block)]
+        widths = [(int(n), t) for n, t in _VECTOR.findall(_SHUFFLE_MASK.sub("", block))]
         best = max(widths, default=(0, ""))
         out[key] = max(out.get(key, (0, "")), best)
     return out

@@ -22,8 +22,8 @@ def vectorization_remarks(program: ir.Program, llvm_text: str) -> list[Diagnosti
     out = []
     for kernel in program.kernels:
         for loop in _innermost_loops(kernel.body):
-            if loop.span is None or loop.kind == "vector":
-                continue
+            if loop.span is None or loop.kind == "vector" or _has_vector_code(loop):
+                continue  # vector code from the schedule (a micro-kernel's k loop), not LLVM's
             key = (loop.name, loop.span.line, loop.span.col)
             if key not in found:
                 continue  # unrolled away or folded into another loop
@@ -40,6 +40,11 @@ def _innermost_loops(body):
     for s in walk_stmts(body):
         if isinstance(s, ir.For) and not any(isinstance(t, ir.For) for t in walk_stmts(s.body)):
             yield s
+
+
+def _has_vector_code(loop: ir.For) -> bool:
+    return any(isinstance(n, (ir.Ramp, ir.Broadcast))
+               for s in walk_stmts(loop.body) for e in stmt_exprs(s) for n in walk_expr(e))
 
 
 def _likely_reason(kernel: ir.Kernel, loop: ir.For) -> str:

@@ -41,3 +41,12 @@ def test_ordered_float_sum_is_explained(capsys):
 def test_no_remarks_unless_asked(capsys):
     compile_source(Source("t.tk", SAXPY), CompileOptions(cpu="znver3"), stop_after="llvm")
     assert "vectorized" not in capsys.readouterr().err
+
+
+def test_micro_kernel_loop_is_not_called_llvm_vectorized(capsys):
+    """The micro-kernel's k loop computes on vectors the schedule made; its
+    shuffle masks (vectors of i32) once made it look LLVM-vectorized."""
+    text = remarks("def mm(A: f32[M, K], B: f32[K, N], C: f32[M, N]):\n    C[m, n] = sum(A[m, k] * B[k, n])\n",
+                   capsys, cpu="znver3")
+    assert "6x16 f32 micro-kernel" in text
+    assert "k.micro" not in text and "x i32" not in text
