@@ -349,6 +349,14 @@ def _direct_strips(c: Contraction, t: MicroTile, M: ir.Expr, N: ir.Expr, K: ir.E
     whole = tile_body(c, t, whole_at, K, ir.Const(True, BOOL), Direct(c, t, whole_at, edge=False))
     edge = tile_body(c, t, edge_at, K, ir.Const(True, BOOL), Direct(c, t, edge_at, edge=True))
     full = ir.Binary("and", compare("==", at["rows"], i64(t.mr)), compare("==", at["cols"], i64(t.nr)), BOOL)
+    if t.mr >= 4:
+        # The last strip's few rows take a tile half as tall: 32 rows with a
+        # 14-row tile were 14 + 14 + 14, of which 10 computed for nothing.
+        half = MicroTile(t.mr // 2, t.vectors, t.lanes, t.fused)
+        half_at = {**at, "rows": minimum(i64(half.mr), sub(M, ir.Var(strip))), "br": batch_reduce_vars(c),
+                   "br_loops": True}
+        short = tile_body(c, half, half_at, K, ir.Const(True, BOOL), Direct(c, half, half_at, edge=True))
+        edge = [ir.If(compare("<=", sub(M, ir.Var(strip)), i64(half.mr)), tuple(short), tuple(edge), span)]
     n_strips = ir.For(js, i64(0), N, t.nr, (ir.If(full, tuple(whole), tuple(edge), span),), f"{c.n.name}.strip",
                       span=span)
     enough = _at_most(M, N, k_total, SMALL_WORK - 1, more=True)
