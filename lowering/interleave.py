@@ -83,8 +83,8 @@ def _affine(parts: list[ir.Expr]) -> ir.Expr | None:
 
 def _affine_parts(e: ir.Expr) -> tuple[tuple[ir.Expr, ...], int, int] | None:
     """(terms, c, k) when the i64 `e` is sum(terms) + c + (0, k, 2k, ...) lane-wise."""
-    if lanes_of(e) == 1:
-        return ((), e.value, 0) if isinstance(e, ir.Const) else ((e,), 0, 0)
+    if isinstance(e, ir.Const):
+        return (), e.value, 0
     match e:
         case ir.Ramp(base, stride):
             inner = _affine_parts(base)
@@ -101,7 +101,7 @@ def _affine_parts(e: ir.Expr) -> tuple[tuple[ir.Expr, ...], int, int] | None:
             scale = ir.Const(c, I64)
             terms = tuple(ir.Binary("*", t, scale, I64) for t in inner[0])
             return terms, inner[1] * c, inner[2] * c
-    return None
+    return ((e,), 0, 0) if lanes_of(e) == 1 else None
 
 
 def same(a, b) -> bool:
