@@ -36,6 +36,26 @@ def test_qmatmul_nmse(qtype, kind, m, n, k):
 
 
 @pytest.mark.parametrize("qtype", PRODUCT_TYPES)
+def test_both_instruction_shapes_agree(qtype, monkeypatch):
+    """The maddubs (x86) and sdot (AArch64) kernels, whichever this machine
+    runs natively (the other in plain arithmetic): the same integer sums per
+    block, so the same products up to the float rounding of their sums."""
+    from dsl.ops import quant_matmul
+
+    w = rows("heavy", 9, 1024, seed=4)
+    x = rows("gaussian", 2, 1024, seed=5)
+    wq = dsl.ops.quantize(w, qtype)
+    want = x.astype(np.float64) @ dsl.ops.dequantize(wq, qtype, w.shape).astype(np.float64).T
+    got = {}
+    for module in ("quant_dot", "quant_dot_arm"):
+        monkeypatch.setattr(quant_matmul, "dot_module", lambda: module)
+        got[module] = dsl.ops.qmatmul(x, wq, qtype, w.shape)
+        assert nmse(got[module], want) <= 5e-4
+    scale = np.abs(got["quant_dot"]).max()
+    np.testing.assert_allclose(got["quant_dot_arm"], got["quant_dot"], rtol=0, atol=1e-5 * scale)
+
+
+@pytest.mark.parametrize("qtype", PRODUCT_TYPES)
 def test_llama_cpp_dot_product_error(qtype):
     # test-quantize-fns: 0.1 + 2 cos(i) and 0.1 + 2 cos(i + 1), n = 4096, |dot - ref| / n < 0.02
     n = 4096

@@ -5,6 +5,8 @@ back to plain arithmetic, the interpreter and compiled code agree with numpy
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -149,3 +151,29 @@ def test_printed_ir_names_the_intrinsic():
     from dsl.lowering.printer import format_kernel
 
     assert "x86.maddubs(a[2 * l], b[2 * l], a[2 * l + 1], b[2 * l + 1])" in format_kernel(job.typed.kernels[0])
+
+
+def _function_bodies(asm: str) -> dict[str, str]:
+    """Each function's asm text, by its label."""
+    import re
+
+    parts = re.split(r"^([A-Za-z_][\w.]*):\n", asm, flags=re.M)
+    return dict(zip(parts[1::2], parts[2::2]))
+
+
+@pytest.mark.parametrize("module, options, wanted", [
+    ("quant_dot", {"cpu": "znver3"}, ("vpmaddubsw", "vpmaddwd")),
+    ("quant_dot_arm", {"triple": ARM, "cpu": "neoverse-n1"}, ("sdot",)),
+    ("quant_dot_arm", {"triple": ARM, "cpu": "cortex-a72", "features": "+neon"}, ()),
+])
+def test_stdlib_quant_dots_use_the_instructions(module, options, wanted):
+    from dsl.pipeline import compile_file
+
+    path = Path(__file__).resolve().parents[2] / "stdlib" / f"{module}.tk"
+    bodies = _function_bodies(compile_file(path, CompileOptions(**options), stop_after="asm").asm)
+    for qtype in ("q4_k", "q5_k", "q6_k", "q8_0"):
+        body = bodies[f"qdot_{qtype}__unit__par0__body"]  # the loop nest of unit-stride calls
+        for instruction in wanted:
+            assert instruction in body, f"{module}.qdot_{qtype}: no {instruction}"
+        if not wanted:
+            assert "sdot" not in body
