@@ -61,6 +61,21 @@ def qmatvec(wq: np.ndarray, x: np.ndarray, qtype: str, shape) -> np.ndarray:
     return _product("qmatvec", x, wq, qtype, shape, matrix=False)
 
 
+def quantize_activations(x: np.ndarray, act: str) -> np.ndarray:
+    """x [M, K] (float32) as `act` (q8_K or q8_0) blocks, [M, K / block * bytes]
+    uint8: the bytes of dsl.ops.quantize(x, act) for finite x, without its
+    regrouping into lanes (one row of activations is a few blocks)."""
+    fmt = FORMATS[act]
+    rows = np.ascontiguousarray(x).reshape(-1, fmt.block)
+    out = np.empty((rows.shape[0], fmt.nbytes), np.uint8)
+    if act == "q8_k":
+        views = out.view(np.int8), out.view(np.float32), out.view(np.int16)
+    else:
+        views = out.view(np.int8), out.view(np.float16)
+    getattr(quant_library("quant_q8"), f"activations_{act}")(rows, *views)
+    return out.reshape(x.shape[0], -1)
+
+
 def _product(op: str, x, wq, qtype, shape, matrix: bool) -> np.ndarray:
     fmt = quant_format(op, qtype)
     if fmt.name not in ACTIVATIONS:
@@ -76,14 +91,12 @@ def _product(op: str, x, wq, qtype, shape, matrix: bool) -> np.ndarray:
     if x.ndim != (2 if matrix else 1) or x.shape[-1] != k:
         want = "[M, K]" if matrix else "[K]"
         raise ValueError(f"{op}: x has shape {x.shape}, expected {want} with K = {k}")
-    from .quant import quantize
-
     xm = x.reshape(-1, k)
     act = ACTIVATIONS[fmt.name]
     blocks = k // fmt.block
     y = np.empty((xm.shape[0], n), np.float32)
     if y.size and blocks:
-        xq = quantize(xm, act)
+        xq = quantize_activations(xm, act)
         kernel = getattr(quant_library(dot_module()), f"qdot_{fmt.name}")
         kernel(*_weight_views(rows, fmt.name, n, blocks), *_activation_views(xq, act, xm.shape[0], blocks), y)
     elif y.size:

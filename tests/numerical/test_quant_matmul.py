@@ -9,7 +9,7 @@ import pytest
 
 import dsl
 
-from quant_data import rows
+from quant_data import KINDS, rows
 
 PRODUCT_TYPES = ("q8_0", "q4_k", "q5_k", "q6_k")
 
@@ -86,3 +86,13 @@ def test_bad_calls(call, error, words):
     with pytest.raises(error, match=words) as info:
         call(wq)
     assert "qmat" in str(info.value)
+
+
+@pytest.mark.parametrize("act", ("q8_0", "q8_k"))
+@pytest.mark.parametrize("kind", KINDS)
+def test_activation_bytes_are_quantize_bytes(act, kind):
+    """The products' own activation quantizer writes dsl.ops.quantize's bytes."""
+    from dsl.ops.quant_matmul import quantize_activations
+
+    x = rows(kind, 3, 512, seed=7)
+    np.testing.assert_array_equal(quantize_activations(x, act), dsl.ops.quantize(x, act))
