@@ -103,6 +103,8 @@ def test_x86_asm_has_the_instructions():
     job = _job(PAIRS.format(**STRICT), "asm", cpu="znver3")
     assert "vpmaddubsw" in job.asm and "vpmaddwd" in job.asm
     llvm = str(job.llvm)
+    # unit strides: the pairs a[2l], a[2l + 1] are one contiguous 32-byte load, as are c's
+    assert llvm.count("load <32 x i8>") == 2 and "load <32 x i16>" in llvm
     assert "llvm.x86.avx2.pmadd.ub.sw" in llvm and "llvm.x86.avx2.pmadd.wd" in llvm
 
 
@@ -177,3 +179,33 @@ def test_stdlib_quant_dots_use_the_instructions(module, options, wanted):
             assert instruction in body, f"{module}.qdot_{qtype}: no {instruction}"
         if not wanted:
             assert "sdot" not in body
+
+
+def _ramp_index(base: int, stride: int, lanes: int):
+    from dsl.lowering import ir
+    from dsl.lowering.types import I64
+
+    return ir.Binary("+", ir.Const(base, I64), ir.Ramp(ir.Const(0, I64), stride, lanes), I64)
+
+
+def test_interleave_joins_adjacent_loads_into_one_contiguous_load():
+    from dsl.lowering import ir
+    from dsl.lowering.interleave import interleave
+    from dsl.lowering.types import BY_NAME
+    from dsl.lowering.vector import lanes_of
+
+    u8 = BY_NAME["u8"]
+    w = ir.TensorParam("w", u8, (64,), is_output=False)
+    mask = ir.Const(15, u8)
+    parts = [ir.Binary("&", ir.Load(w, (_ramp_index(16 + j, 2, 8),), u8, safe=True), mask, u8) for j in (0, 1)]
+    wide = interleave(parts)
+    assert wide is not None and lanes_of(wide) == 16
+    load = wide.lhs
+    assert load.safe and load.indices[0].rhs.stride == 1 and load.indices[0].lhs.value == 16
+    # offsets 0 and 2 on a stride of 4: a stride-2 ramp of twice the lanes
+    quads = [ir.Load(w, (_ramp_index(3 + j, 4, 8),), u8) for j in (0, 2)]
+    assert interleave(quads).indices[0].rhs.stride == 2
+    # not adjacent (offsets 0 and 3 on a stride of 2), or a vector local: no wide form
+    assert interleave([ir.Load(w, (_ramp_index(j, 2, 8),), u8) for j in (0, 3)]) is None
+    local = ir.Var(ir.Sym("v", u8, "local", lanes=8))
+    assert interleave([local, local]) is None
