@@ -63,17 +63,12 @@ def qmatvec(wq: np.ndarray, x: np.ndarray, qtype: str, shape) -> np.ndarray:
 
 def quantize_activations(x: np.ndarray, act: str) -> np.ndarray:
     """x [M, K] (float32) as `act` (q8_K or q8_0) blocks, [M, K / block * bytes]
-    uint8: the bytes of dsl.ops.quantize(x, act) for finite x, without its
-    regrouping into lanes (one row of activations is a few blocks)."""
-    fmt = FORMATS[act]
-    rows = np.ascontiguousarray(x).reshape(-1, fmt.block)
-    out = np.empty((rows.shape[0], fmt.nbytes), np.uint8)
-    if act == "q8_k":
-        views = out.view(np.int8), out.view(np.float32), out.view(np.int16)
-    else:
-        views = out.view(np.int8), out.view(np.float16)
-    getattr(quant_library("quant_q8"), f"activations_{act}")(rows, *views)
-    return out.reshape(x.shape[0], -1)
+    uint8: dsl.ops.quantize's bytes, on the calling thread (a row of
+    activations is a few blocks: not worth waking a thread team)."""
+    from .quant import quantize_blocks
+
+    rows = np.ascontiguousarray(x).reshape(-1, FORMATS[act].block)
+    return quantize_blocks(rows, act, "activations").reshape(x.shape[0], -1)
 
 
 def _product(op: str, x, wq, qtype, shape, matrix: bool) -> np.ndarray:
