@@ -33,6 +33,13 @@ _AVX2_CPUS = (
     "grandridge", "clearwaterforest", "znver1", "znver2", "znver3", "x86-64-v3",
     "bdver4",
 )
+# AArch64 CPUs with the dot-product extension (Armv8.2's optional `sdot`).
+_DOTPROD_CPUS = (
+    "neoverse-n1", "neoverse-n2", "neoverse-n3", "neoverse-v1", "neoverse-v2", "neoverse-v3",
+    "neoverse-512tvb", "cortex-a55", "cortex-a65", "cortex-a75", "cortex-a76", "cortex-a77",
+    "cortex-a78", "cortex-a710", "cortex-a715", "cortex-x1", "cortex-x2", "cortex-x3",
+    "apple-m1", "apple-m2", "apple-m3", "apple-m4", "ampere1", "ampere1a", "a64fx",
+)
 _AVX_NO_FMA_CPUS = ("sandybridge", "ivybridge", "btver2", "bdver1")
 _FMA_AVX_CPUS = ("bdver2", "bdver3")
 
@@ -53,7 +60,8 @@ class Target:
     def machine(self) -> Machine:
         """What the scheduler needs to know of this target."""
         return Machine(self.vector_bits, self.vector_registers, self.has_fma,
-                       fma_by_element=self.arch in ("aarch64", "arm64"))
+                       fma_by_element=self.arch in ("aarch64", "arm64"), arch=self.arch,
+                       isa=_isa(self.triple, self.cpu, self.features))
 
     @property
     def arch(self) -> str:
@@ -72,6 +80,17 @@ class Target:
 
 def _enabled(features: str) -> set[str]:
     return {f[1:] for f in features.split(",") if f.startswith("+")}
+
+
+def _isa(triple: str, cpu: str, features: str) -> frozenset[str]:
+    """The extensions target intrinsics ask for ('avx2', 'dotprod'): the cpu's
+    own, plus the features turned on, minus those turned off."""
+    if triple.startswith(("aarch64", "arm64")):
+        implied = {"dotprod"} if cpu in _DOTPROD_CPUS else set()
+    else:
+        implied = {"avx2"} if cpu in _AVX2_CPUS + _AVX512_CPUS else set()
+    off = {f[1:] for f in features.split(",") if f.startswith("-")}
+    return frozenset((implied | _enabled(features)) - off)
 
 
 def _derive(triple: str, cpu: str, features: str) -> tuple[int, int, bool]:

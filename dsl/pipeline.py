@@ -66,7 +66,8 @@ def _parse(job: Job) -> None:
 
 def _typecheck(job: Job) -> None:
     front = job.front
-    typed = check_module(front.module, frontend.visible_functions(front), front.scopes)
+    typed = check_module(front.module, frontend.visible_functions(front), front.scopes,
+                         machine=_target(job).machine)
     if job.kernel_options is not None and job.kernel_options != ir.KernelOptions():
         typed = replace(typed, kernels=tuple(replace(k, options=job.kernel_options) for k in typed.kernels))
     job.typed = typed

@@ -21,6 +21,7 @@ from . import interpret_ops as ops
 from . import ir
 from .interpret_vector import VectorCompiler, has_vectors, widen
 from .loops import identity
+from .target_ops import fallback
 from .printer import kernel_namer
 from .rewrite import stmt_exprs
 from .types import F16
@@ -298,6 +299,8 @@ class Compiler(VectorCompiler):
             case ir.Overlaps(a, b):
                 ka, kb = self.tensor_slot(a), self.tensor_slot(b)
                 return lambda env: ops.overlaps(env[ka], env[kb])
+            case ir.TargetOp():
+                return self.expr(fallback(e))  # the instruction's meaning, in plain arithmetic
             case ir.Threads():
                 return lambda env: np.int64(1)  # the interpreter runs parallel loops serially
             case ir.Reduce():

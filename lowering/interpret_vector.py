@@ -20,6 +20,7 @@ from . import interpret_ops as ops
 from . import interpret_vector_ops as vops
 from . import ir
 from .rewrite import child_exprs, stmt_exprs, walk_expr, walk_stmts
+from .target_ops import fallback
 from .types import F16, value_type
 from .vector import lanes_of
 
@@ -85,6 +86,8 @@ class VectorCompiler:
                 return lambda env: f(x(env), y(env), z(env))
             case ir.Select():
                 return self.vector_select(e, lanes)
+            case ir.TargetOp():
+                return self.expr(fallback(e))  # lane by lane, as the instruction's result lanes
         raise TypeError(f"the interpreter cannot evaluate a {lanes}-lane {type(e).__name__}")
 
     def vector_lanes(self, e: ir.Expr) -> int:

@@ -12,7 +12,7 @@ type); vector values (from the `vectorize` transform) have `lanes > 1`, computed
 by `lowering.vector.lanes_of`: a `Ramp`, a `Broadcast`, a vector local, or any
 operation with a vector operand (scalar operands are broadcast implicitly).
 
-    expr := Const | Var | Shape | Load | Binary | Unary | Cast | Call | Select
+    expr := Const | Var | Shape | Load | Binary | Unary | Cast | Fma | Select | TargetOp
           | Overlaps | Threads | Reduce (kernel IR only)
     stmt := For | If | Assign | Store | Check | Alloc | Prefetch | IndexStore (kernel IR only)
 """
@@ -154,6 +154,20 @@ class Unary:
 
 
 @dataclass(frozen=True, slots=True)
+class TargetOp:
+    """A target intrinsic (`x86.maddubs`, `x86.madd`, `arm.sdot`; see
+    `lowering.target_ops`): one machine instruction, whose meaning on each lane
+    is the plain integer arithmetic of `target_ops.fallback`. On vectors, each
+    lane's operands are a pair (or quad) of adjacent values, as the
+    instruction takes them; the back-end interleaves them."""
+
+    name: str
+    args: tuple["Expr", ...]
+    type: ScalarType
+    span: Span | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class Cast:
     value: "Expr"
     type: ScalarType
@@ -213,7 +227,7 @@ class Reduce:
 
 
 Expr = (Const | Var | Shape | Load | Binary | Unary | Cast | Fma | Select | Overlaps | Reduce
-        | Ramp | Broadcast | HReduce | Threads)
+        | Ramp | Broadcast | HReduce | Threads | TargetOp)
 
 # ------------------------------------------------------------------ statements
 

@@ -107,6 +107,8 @@ def _rebuild(e: ir.Expr, kids: list[ir.Expr]) -> ir.Expr:
             return replace(e, a=kids[0], b=kids[1], c=kids[2])
         case ir.Select():
             return replace(e, cond=kids[0], a=kids[1], b=kids[2])
+        case ir.TargetOp():
+            return replace(e, args=tuple(kids))
     return e
 
 

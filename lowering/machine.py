@@ -19,6 +19,10 @@ class Machine:
     # The FMA can take its scalar from a lane of a register (NEON's by-element
     # `fmla v.4s, v.4s, v.s[i]`) instead of a broadcast register (x86).
     fma_by_element: bool = False
+    # For target intrinsics (lowering/target_ops.py): the triple's architecture
+    # ('x86_64', 'aarch64') and the instruction-set extensions it has ('avx2', 'dotprod').
+    arch: str = ""
+    isa: frozenset[str] = frozenset()
 
     def lanes(self, t: ScalarType) -> int:
         """Elements of type `t` in one vector register (8 f32 on AVX2, 4 on NEON)."""

@@ -274,6 +274,8 @@ class _Printer:
                 return f"overlaps({a.name}, {b.name})", ATOM
             case ir.Threads():
                 return "threads()", ATOM
+            case ir.TargetOp(name, args):
+                return f"{name}({', '.join(self.expr(a, a.type) for a in args)})", ATOM
             case ir.Reduce(op, indices, body, t):
                 return f"{op}[{self.bounds(indices)}]({self.expr(body, t)})", ATOM
         return f"<?{type(e).__name__}>", ATOM

@@ -46,6 +46,8 @@ def map_children(e: ir.Expr, fn: ExprFn) -> ir.Expr:
             return replace(e, value=fn(value))
         case ir.HReduce(_, value):
             return replace(e, value=fn(value))
+        case ir.TargetOp(_, args):
+            return replace(e, args=tuple(fn(a) for a in args))
     return e
 
 
@@ -105,6 +107,8 @@ def child_exprs(e: ir.Expr) -> tuple[ir.Expr, ...]:
             return (*(x for _, x in indices), body)
         case ir.Ramp(base) | ir.Broadcast(base) | ir.HReduce(_, base):
             return (base,)
+        case ir.TargetOp(_, args):
+            return args
     return ()
 
 

@@ -31,6 +31,7 @@ import numbers
 from . import ir
 from .printer import format_node, kernel_namer
 from .rewrite import child_exprs, walk_stmts
+from .target_ops import SPECS
 from .vector import lanes_of
 from .types import BOOL, F16, I64, ScalarType, value_type
 
@@ -268,6 +269,12 @@ class _Verifier:
                 self.expect(t == BOOL, e, "overlaps() has type bool")
             case ir.Reduce():
                 self.reduce(e)
+            case ir.TargetOp(name, args):
+                spec = SPECS.get(name)
+                self.expect(spec is not None and t == spec.result and len(args) == len(spec.params), e,
+                            f"target intrinsic {name} of {len(args)} arguments and type {t}")
+                for k, (x, want) in enumerate(zip(args, spec.params if spec else ())):
+                    self.typed(x, want, e, f"argument {k + 1} of {name}")
             case ir.Ramp(base, _, lanes) | ir.Broadcast(base, lanes):
                 self.expr(base)
                 self.expect(lanes_of(base) == 1 and 2 <= lanes, e, "ramp/broadcast needs a scalar and >= 2 lanes")

@@ -17,7 +17,7 @@ from collections.abc import Callable
 import llvmlite.ir as ir
 
 from dsl.lowering.ir import (Binary, Broadcast, Cast, Const, Expr, Fma, HReduce, Load, Overlaps,
-                             Ramp, Select, Shape, Threads, Unary, Var)
+                             Ramp, Select, Shape, TargetOp, Threads, Unary, Var)
 from dsl.lowering.vector import lanes_of
 
 from ..errors import BackendError
@@ -27,6 +27,7 @@ from .ltypes import I1, I64, const, reg_type, with_lanes
 from .mathops import emit_cast, emit_fma, emit_unary
 from .memory import load_element, overlaps
 from .runtime import num_threads
+from .target_ops import emit_target_op
 from .vector_memory import vector_load
 from .vectors import hreduce, ramp, splat, widen
 
@@ -57,6 +58,8 @@ def emit_expr(cx: FunctionContext, e: Expr) -> ir.Value:
             return emit_cast(cx, emit_expr(cx, v), v.type, t)
         case Fma(a=a, b=b, c=c):
             return emit_fma(cx, *_operands(cx, a, b, c))
+        case TargetOp():
+            return emit_target_op(cx, e, emit_expr)
         case Select():
             return _select(cx, e)
         case Overlaps(a=a, b=b):

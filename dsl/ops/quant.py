@@ -81,11 +81,28 @@ def quantize(x: np.ndarray, qtype: str) -> np.ndarray:
     dims = check_shape("quantize", fmt, x.shape)
     rows = np.ascontiguousarray(x).reshape(-1, fmt.block)
     count = rows.shape[0]
-    out = np.empty((groups_of(count) * LANES, fmt.nbytes), np.uint8)
-    if count:
-        blocks = out.reshape(-1, LANES, fmt.nbytes)
-        _QUANTIZERS[fmt.name](to_lanes(rows), blocks, out[:count])
+    if fmt.name in ("q8_0", "q8_k"):
+        out = quantize_blocks(rows, fmt.name, "quantize")
+    else:
+        out = np.empty((groups_of(count) * LANES, fmt.nbytes), np.uint8)
+        if count:
+            blocks = out.reshape(-1, LANES, fmt.nbytes)
+            _QUANTIZERS[fmt.name](to_lanes(rows), blocks, out[:count])
     return out[:count].reshape(*dims[:-1], dims[-1] // fmt.block * fmt.nbytes)
+
+
+def quantize_blocks(rows: np.ndarray, qtype: str, kernel: str) -> np.ndarray:
+    """q8_0 or q8_K blocks of `rows` (float32 [count, block], C-contiguous) by
+    `stdlib/quant_q8.tk`'s `<kernel>_<qtype>` ('quantize': all cores,
+    'activations': one), which quantize each block in its own layout."""
+    out = np.empty((rows.shape[0], FORMATS[qtype].nbytes), np.uint8)
+    if qtype == "q8_k":
+        views = out.view(np.int8), out.view(np.float32), out.view(np.int16)
+    else:
+        views = out.view(np.int8), out.view(np.float16)
+    if rows.shape[0]:
+        getattr(quant_library("quant_q8"), f"{kernel}_{qtype}")(rows, *views)
+    return out
 
 
 def _quantize_k(xl: np.ndarray, blocks: np.ndarray, out: np.ndarray, nmax: int, rmin: float, nstep: int) -> None:
@@ -115,25 +132,8 @@ def _quantize_q6_k(xl: np.ndarray, blocks: np.ndarray, out: np.ndarray) -> None:
     out[:, 208:210] = from_lanes(dh, out.shape[0]).view(np.uint8)
 
 
-def _quantize_q8_0(xl: np.ndarray, blocks: np.ndarray, out: np.ndarray) -> None:
-    dh = empty_lanes(xl.shape[0], 1, np.float16)
-    quant_library("quant_q8").quantize_q8_0(xl, dh, blocks)
-    out[:, 0:2] = from_lanes(dh, out.shape[0]).view(np.uint8)
-
-
-def _quantize_q8_k(xl: np.ndarray, blocks: np.ndarray, out: np.ndarray) -> None:
-    groups, count = xl.shape[0], out.shape[0]
-    d = empty_lanes(groups, 1, np.float32)
-    bsums = empty_lanes(groups, 16, np.int16)
-    quant_library("quant_q8").quantize_q8_k(xl, d, bsums, blocks)
-    out[:, 0:4] = from_lanes(d, count).view(np.uint8)
-    out[:, 260:292] = from_lanes(bsums, count).view(np.uint8)
-
-
 _QUANTIZERS = {
-    "q8_0": _quantize_q8_0,
     "q4_k": lambda xl, blocks, out: _quantize_k(xl, blocks, out, 15, -1.0, 20),
     "q5_k": lambda xl, blocks, out: _quantize_k(xl, blocks, out, 31, -0.5, 15),
     "q6_k": _quantize_q6_k,
-    "q8_k": _quantize_q8_k,
 }

@@ -12,6 +12,7 @@ bytes (`nbytes`), laid out as in ggml's `ggml-common.h`:
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -69,7 +70,7 @@ def block_rows(op: str, fmt: QuantFormat, blocks: object, shape: tuple[int, ...]
         raise TypeError(f"{op}: blocks must be a numpy uint8 array, not {type(blocks).__name__}")
     if blocks.dtype != np.uint8:
         raise TypeError(f"{op}: blocks must have dtype uint8, not {blocks.dtype}")
-    count = int(np.prod(shape, dtype=np.int64)) // fmt.block
+    count = math.prod(shape) // fmt.block  # math.prod: np.prod alone costs 3 us a call
     if blocks.size != count * fmt.nbytes:
         raise ValueError(f"{op}: {blocks.size} bytes of blocks, but shape {shape} in {fmt.name} "
                          f"takes {count * fmt.nbytes} ({count} blocks of {fmt.nbytes} bytes)")

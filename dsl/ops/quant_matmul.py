@@ -4,7 +4,9 @@
     y = dsl.ops.qmatmul(x, wq, "q4_k", (N, K))      # x: [M, K] -> y: [M, N]
 
 As ggml does it: x is quantized to q8_K (q8_0 for q8_0 weights), and the
-kernels of `stdlib/quant_dot.tk` take integer dot products block by block.
+kernels of `stdlib/quant_dot.tk` take integer dot products block by block
+(maddubs/madd, AVX2's vpmaddubsw/vpmaddwd); on AArch64 those of
+`stdlib/quant_dot_arm.tk` (sdot, with the dot-product extension).
 """
 
 from __future__ import annotations
@@ -15,6 +17,13 @@ from .arrays import as_view
 from .quant_formats import FORMATS, block_rows, check_shape, quant_format, quant_library
 
 ACTIVATIONS = {"q4_k": "q8_k", "q5_k": "q8_k", "q6_k": "q8_k", "q8_0": "q8_0"}
+
+
+def dot_module() -> str:
+    """The stdlib module whose kernels suit this machine's instructions."""
+    from dsl.backends.target import host_target
+
+    return "quant_dot_arm" if host_target().arch in ("aarch64", "arm64") else "quant_dot"
 
 
 def _activation_views(xq: np.ndarray, fmt_name: str, m: int, blocks: int) -> tuple[np.ndarray, ...]:
@@ -52,6 +61,16 @@ def qmatvec(wq: np.ndarray, x: np.ndarray, qtype: str, shape) -> np.ndarray:
     return _product("qmatvec", x, wq, qtype, shape, matrix=False)
 
 
+def quantize_activations(x: np.ndarray, act: str) -> np.ndarray:
+    """x [M, K] (float32) as `act` (q8_K or q8_0) blocks, [M, K / block * bytes]
+    uint8: dsl.ops.quantize's bytes, on the calling thread (a row of
+    activations is a few blocks: not worth waking a thread team)."""
+    from .quant import quantize_blocks
+
+    rows = np.ascontiguousarray(x).reshape(-1, FORMATS[act].block)
+    return quantize_blocks(rows, act, "activations").reshape(x.shape[0], -1)
+
+
 def _product(op: str, x, wq, qtype, shape, matrix: bool) -> np.ndarray:
     fmt = quant_format(op, qtype)
     if fmt.name not in ACTIVATIONS:
@@ -67,15 +86,13 @@ def _product(op: str, x, wq, qtype, shape, matrix: bool) -> np.ndarray:
     if x.ndim != (2 if matrix else 1) or x.shape[-1] != k:
         want = "[M, K]" if matrix else "[K]"
         raise ValueError(f"{op}: x has shape {x.shape}, expected {want} with K = {k}")
-    from .quant import quantize
-
     xm = x.reshape(-1, k)
     act = ACTIVATIONS[fmt.name]
     blocks = k // fmt.block
     y = np.empty((xm.shape[0], n), np.float32)
     if y.size and blocks:
-        xq = quantize(xm, act)
-        kernel = getattr(quant_library("quant_dot"), f"qdot_{fmt.name}")
+        xq = quantize_activations(xm, act)
+        kernel = getattr(quant_library(dot_module()), f"qdot_{fmt.name}")
         kernel(*_weight_views(rows, fmt.name, n, blocks), *_activation_views(xq, act, xm.shape[0], blocks), y)
     elif y.size:
         y[:] = 0.0

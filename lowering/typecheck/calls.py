@@ -18,6 +18,10 @@ LOOP_ONLY = {"range", "grid", "pgrid"}
 
 
 def check_call(ck: ExprChecker, node: ast.Call) -> TExpr | None:
+    from .target_calls import check_target_call, is_target_call
+
+    if is_target_call(ck, node.func):
+        return check_target_call(ck, node)
     name = strip_qualifier(node.func)
     if name in BY_NAME:
         return ck.cast(node, name)

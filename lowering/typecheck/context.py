@@ -14,6 +14,7 @@ from dsl.grammar import ast
 from dsl.grammar.diagnostics import DiagnosticBag
 
 from .. import ir
+from ..machine import Machine
 from ..types import ScalarType
 
 
@@ -117,6 +118,8 @@ class FunctionContext:
     scopes: dict[int, dict[str, ast.FunctionDef]] = field(default_factory=dict)
     # Per function (by id): the settled types of its literal-first locals.
     local_types: dict[int, dict[str, ScalarType]] = field(default_factory=dict)
+    # The machine compiled for, which target intrinsics are checked against (None: unknown).
+    machine: Machine | None = None
 
     def take_prelude(self) -> list[ir.Stmt]:
         out, self.prelude = self.prelude, []
@@ -125,7 +128,7 @@ class FunctionContext:
     def scratch(self) -> "FunctionContext":
         """A context for a trial pass: its own diagnostics, the same caches."""
         return FunctionContext(DiagnosticBag(), self.functions, list(self.call_stack),
-                               scopes=self.scopes, local_types=self.local_types)
+                               scopes=self.scopes, local_types=self.local_types, machine=self.machine)
 
     def adopt(self, trial: "FunctionContext") -> None:
         """Keep the diagnostics of a trial pass whose result is kept."""

@@ -12,6 +12,7 @@ from dsl.grammar import ast
 from dsl.grammar.diagnostics import DiagnosticBag, did_you_mean
 
 from .. import ir
+from ..machine import Machine
 from ..schedule import read_schedule
 from ..types import BY_NAME, F16
 from .context import Frame, FunctionContext, Locals
@@ -29,12 +30,14 @@ def is_kernel(fn: ast.FunctionDef) -> bool:
 
 
 def check_module(module: ast.Module, imported: dict[str, ast.FunctionDef] | None = None,
-                 scopes: dict[int, dict[str, ast.FunctionDef]] | None = None) -> ir.Program:
+                 scopes: dict[int, dict[str, ast.FunctionDef]] | None = None,
+                 machine: Machine | None = None) -> ir.Program:
     """Type check every function; return the kernels of `module` as kernel IR.
 
     `imported` maps names brought in by `from x import name` to their definitions;
     `scopes` maps each imported function (by id) to the functions its own module
     sees, so it calls its module's helpers, not same-named ones elsewhere.
+    `machine` is the target that target intrinsics (`x86.maddubs`) are checked against.
     Raises `CompileError` with every diagnostic found.
     """
     bag = DiagnosticBag()
@@ -48,15 +51,16 @@ def check_module(module: ast.Module, imported: dict[str, ast.FunctionDef] | None
         functions[fn.name] = fn
     kernels = []
     for fn in module.functions:
-        kernel = check_function(fn, functions, bag, scopes or {})
+        kernel = check_function(fn, functions, bag, scopes or {}, machine)
         if kernel is not None and is_kernel(fn):
             kernels.append(kernel)
     bag.raise_if_errors()
     return ir.Program(tuple(kernels))
 
 
-def check_function(fn: ast.FunctionDef, functions, bag: DiagnosticBag, scopes=None) -> ir.Kernel | None:
-    ctx = FunctionContext(bag, functions, call_stack=[fn], scopes=dict(scopes or {}))
+def check_function(fn: ast.FunctionDef, functions, bag: DiagnosticBag, scopes=None,
+                   machine: Machine | None = None) -> ir.Kernel | None:
+    ctx = FunctionContext(bag, functions, call_stack=[fn], scopes=dict(scopes or {}), machine=machine)
     writes = written_params(fn, functions, ctx.scopes)
     frame = Frame()
     params, dims = _params(fn, frame, writes, bag)

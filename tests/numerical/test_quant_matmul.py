@@ -9,7 +9,7 @@ import pytest
 
 import dsl
 
-from quant_data import rows
+from quant_data import KINDS, rows
 
 PRODUCT_TYPES = ("q8_0", "q4_k", "q5_k", "q6_k")
 
@@ -33,6 +33,26 @@ def test_qmatmul_nmse(qtype, kind, m, n, k):
     assert vec.shape == (n,) and nmse(vec, want[0]) <= 5e-4
     # the same product whichever way it is asked for
     np.testing.assert_array_equal(vec, got[0])
+
+
+@pytest.mark.parametrize("qtype", PRODUCT_TYPES)
+def test_both_instruction_shapes_agree(qtype, monkeypatch):
+    """The maddubs (x86) and sdot (AArch64) kernels, whichever this machine
+    runs natively (the other in plain arithmetic): the same integer sums per
+    block, so the same products up to the float rounding of their sums."""
+    from dsl.ops import quant_matmul
+
+    w = rows("heavy", 9, 1024, seed=4)
+    x = rows("gaussian", 2, 1024, seed=5)
+    wq = dsl.ops.quantize(w, qtype)
+    want = x.astype(np.float64) @ dsl.ops.dequantize(wq, qtype, w.shape).astype(np.float64).T
+    got = {}
+    for module in ("quant_dot", "quant_dot_arm"):
+        monkeypatch.setattr(quant_matmul, "dot_module", lambda: module)
+        got[module] = dsl.ops.qmatmul(x, wq, qtype, w.shape)
+        assert nmse(got[module], want) <= 5e-4
+    scale = np.abs(got["quant_dot"]).max()
+    np.testing.assert_allclose(got["quant_dot_arm"], got["quant_dot"], rtol=0, atol=1e-5 * scale)
 
 
 @pytest.mark.parametrize("qtype", PRODUCT_TYPES)
@@ -66,3 +86,13 @@ def test_bad_calls(call, error, words):
     with pytest.raises(error, match=words) as info:
         call(wq)
     assert "qmat" in str(info.value)
+
+
+@pytest.mark.parametrize("act", ("q8_0", "q8_k"))
+@pytest.mark.parametrize("kind", KINDS)
+def test_activation_bytes_are_quantize_bytes(act, kind):
+    """The products' own activation quantizer writes dsl.ops.quantize's bytes."""
+    from dsl.ops.quant_matmul import quantize_activations
+
+    x = rows(kind, 3, 512, seed=7)
+    np.testing.assert_array_equal(quantize_activations(x, act), dsl.ops.quantize(x, act))

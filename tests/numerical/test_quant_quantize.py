@@ -68,9 +68,29 @@ def test_llama_cpp_total_error_bound(qtype):
     assert np.sqrt(np.sum((y.astype(np.float64) - x) ** 2)) / n < 0.002
 
 
-def test_interpreter_agrees_q8_0():
-    xl = to_lanes(rows("heavy", 1, 32 * LANES, seed=2).reshape(LANES, 32))
-    _both("quant_q8", "quantize_q8_0", [xl], [np.zeros((1, 1, LANES), np.float16), np.zeros((1, LANES, 34), np.uint8)])
+@pytest.mark.parametrize("qtype", ("q8_0", "q8_k"))
+def test_bytes_equal_ggml_with_nan_and_inf(qtype):
+    # C's comparisons with a NaN depend on the order: q8_0's amax restarts after one
+    x = rows("gaussian", 4, 512, seed=3)
+    x[0, 3] = np.nan
+    x[1, 31] = np.nan  # the last value of a q8_0 block
+    x[1, 300] = np.nan
+    x[2, 40] = np.inf
+    x[3, 100] = -np.inf
+    assert_same_blocks(dsl.ops.quantize(x, qtype), ggml_ref.quantize(x, qtype), qtype)
+
+
+@pytest.mark.parametrize("qtype", ("q8_0", "q8_k"))
+def test_interpreter_agrees_q8(qtype):
+    from dsl.ops.quant import quantize_blocks
+
+    x = rows("heavy", 3, 512, seed=2).reshape(-1, FORMATS[qtype].block)
+    x[0, 5] = np.nan
+    compiled = quantize_blocks(x, qtype, "quantize")
+    out = np.zeros_like(compiled)
+    types = (np.int8, np.float32, np.int16) if qtype == "q8_k" else (np.int8, np.float16)
+    interpret("quant_q8", f"quantize_{qtype}", x, *(out.view(t) for t in types))
+    np.testing.assert_array_equal(out, compiled)
 
 
 def test_empty():
@@ -115,11 +135,9 @@ def test_interpreter_agrees_k_stages(nmax, rmin, nstep, pack):
     _both("quant_k", pack, [levels], [np.zeros((1, LANES, nbytes), np.uint8)])
 
 
-def test_interpreter_agrees_q6_k_and_q8_k():
+def test_interpreter_agrees_q6_k():
     xl = to_lanes(rows("heavy", LANES, 256, seed=9))
     levels, scale = _both("quant_q6", "qx_search", [xl],
                           [np.zeros((1, 256, LANES), np.uint8), np.zeros((1, 16, LANES), np.float32)])
     _both("quant_q6", "pack_q6_k", [xl, scale],
           [levels, np.zeros((1, 1, LANES), np.float16), np.zeros((1, LANES, 210), np.uint8)])
-    _both("quant_q8", "quantize_q8_k", [xl], [np.zeros((1, 1, LANES), np.float32),
-                                              np.zeros((1, 16, LANES), np.int16), np.zeros((1, LANES, 292), np.uint8)])
