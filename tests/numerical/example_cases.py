@@ -146,11 +146,12 @@ def layer_norm_case():
 
 
 def q4k_case():
-    """y = silu(W @ x) with W a q4_k tensor. The kernel sums scale * q * x and
-    min * x separately (K terms each, |min| <= 4 max|W| of the row with plenty
-    of room: q = 0 gives w = -min), so z is within gamma(K + 16) * (|W| + 8
-    max|W|) @ |x|; silu's slope is at most 1.1. The blocks stay as quantize
-    made them (a byte layout has no strided variants); x and y take every layout."""
+    """y = silu(W @ x) with W a q4_k tensor. The kernel sums (scale * q - min) * x
+    over K terms: each weight is exact but for the rounding of scale * q - min
+    (|min| <= 4 max|W| of the row with plenty of room: q = 0 gives w = -min),
+    so z is within gamma(K + 16) * (|W| + 8 max|W|) @ |x|; silu's slope is at
+    most 1.1. The blocks stay as quantize made them (a byte layout has no
+    strided variants); x and y take every layout."""
     import dsl
 
     shapes = {0: (0, 1), 1: (1, 1), 7: (7, 2), 64: (64, 1), 1000: (1000, 1)}
