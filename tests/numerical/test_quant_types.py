@@ -148,3 +148,24 @@ def test_out_of_bounds_element_is_a_check_not_a_read():
         qk.first_value(blocks, 256, y)
     with pytest.raises(IndexError, match="first_value"):
         qk.first_value(blocks, -1, y)
+
+
+def test_a_gguf_file_tensor_goes_straight_in(tmp_path):
+    """dsl.gguf.load's tensors (read-only file mappings) are kernel arguments as they are."""
+    gguf = pytest.importorskip("gguf")
+    n, k = 6, 512
+    blocks = dsl.ops.quantize(_weights(n, k), "q8_0")
+    writer = gguf.GGUFWriter(str(tmp_path / "m.gguf"), "test")
+    writer.add_tensor("w", blocks, raw_shape=blocks.shape, raw_dtype=gguf.GGMLQuantizationType.Q8_0)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    w = dsl.gguf.load(tmp_path / "m.gguf")["w"]
+    x = RNG.standard_normal(k).astype(np.float32)
+    got, want = np.zeros(n, np.float32), np.zeros(n, np.float32)
+    qk.matvec_loops_q8_0(w, x, got)
+    qk.matvec_loops_q8_0(blocks, x, want)
+    np.testing.assert_array_equal(got, want)
+    with pytest.raises(TypeError, match="expects a q4_k tensor, got a q8_0 one"):
+        qk.matvec_q4_k(w, x, got)
