@@ -6,13 +6,13 @@ from .. import ir
 from ..types import I64
 from .exprs import strip_qualifier
 from .inline import _dim_text as _describe
-from .inline import same_dim
+from .inline import _dim_expr, same_dim
 from .quant_access import field_dims, split_target
 
 
 def _quant_dims(param, field):
     dims = field_dims(param, field)
-    return None if dims is None else tuple(ir.Const(d, I64) if isinstance(d, int) else ir.Var(d) for d in dims)
+    return None if dims is None else tuple(_dim_expr(d) for d in dims)
 
 
 def index_extents(ck, plan) -> dict:
