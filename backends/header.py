@@ -109,6 +109,8 @@ def _describe(arg: CArg) -> str:
     if isinstance(param, ScalarParam):
         return f"{param.name}: {param.dtype}, scalar"
     assert isinstance(param, TensorParam)
+    if param.quant is not None:
+        return _describe_quant(arg, param)
     if arg.kind == "data":
         dims = ", ".join(_dim_name(d) for d in param.dims)
         role = "output" if param.is_output else "input"
@@ -117,6 +119,20 @@ def _describe(arg: CArg) -> str:
     if arg.kind == "size":
         return f"size of {param.name} axis {arg.axis} ({_dim_name(param.dims[arg.axis])})"
     return f"element stride of {param.name} axis {arg.axis}"
+
+
+def _describe_quant(arg: CArg, param: TensorParam) -> str:
+    """A quantized tensor: ggml's block bytes, sizes in values, strides in blocks."""
+    fmt = param.quant.fmt
+    if arg.kind == "data":
+        dims = ", ".join(_dim_name(d) for d in param.dims)
+        return (f"{param.name}: {fmt.name}[{dims}], input: ggml block_{fmt.name} bytes ({fmt.nbytes} per "
+                f"{fmt.block} values), aligned to {fmt.align}")
+    if arg.kind == "size":
+        return f"size of {param.name} axis {arg.axis} ({_dim_name(param.dims[arg.axis])}), in values"
+    if arg.axis == param.rank - 1:
+        return "not read: the blocks of a row are contiguous (pass 1)"
+    return f"stride of {param.name} axis {arg.axis}, in {fmt.nbytes}-byte blocks"
 
 
 def _dim_name(dim: object) -> str:

@@ -45,6 +45,10 @@ def arg_specs(params, values) -> list[dict]:
         if p.kind == "scalar":
             out.append({"kind": "scalar", "value": v.item() if hasattr(v, "item") else v})
             continue
+        if p.quant:  # a quantized tensor's timing copy: its block bytes, [..., blocks, bytes]
+            from .quant_args import blocks_of
+
+            v = blocks_of("autotune", p, v, params, values)[0]
         a = np.asarray(v)
         strides = [s // a.itemsize for s in a.strides]
         out.append({"kind": "tensor", "dtype": a.dtype.str, "shape": list(a.shape),

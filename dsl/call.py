@@ -154,7 +154,8 @@ class Caller:
         self._owner = owner  # keeps the code (JIT engine or shared library) alive
         self._params = spec.params
         self._chars = tuple(NUMPY_CHAR[p.dtype] for p in spec.params)
-        self._fast = bool(numpy_address) and NUMPY_LAYOUT_OK
+        # Quantized parameters take the packed door: their arrays are block bytes, not their shape.
+        self._fast = bool(numpy_address) and NUMPY_LAYOUT_OK and not any(p.quant for p in spec.params)
         if self._fast:
             # One argument per parameter: the array object itself, or a scalar's packed bits.
             argtypes = [ctypes.py_object if p.kind == "tensor" else
@@ -225,6 +226,9 @@ class Caller:
                 slots[k] = pack_scalar(self.name, p, value)
                 k += 1
                 continue
+            if p.quant:
+                k = self._pack_quant(slots, k, p, value, args)
+                continue
             a = value if type(value) is np.ndarray else as_array(self.name, p, value)
             if a.dtype.char != char or not a.dtype.isnative or a.ndim != len(p.dims) or (p.output and not a.flags.writeable) \
                     or not a.flags.aligned:
@@ -239,6 +243,18 @@ class Caller:
         status = self._fn(slots)
         if status:
             raise self._failure(status, args)
+
+    def _pack_quant(self, slots, k: int, p: ParamSpec, value, args) -> int:
+        """A quantized argument's slots: block data, sizes in values, strides in blocks."""
+        from .quant_args import FORMATS, block_strides, blocks_of
+
+        blocks, shape = blocks_of(self.name, p, value, self._params, args)
+        rank = len(shape)
+        slots[k] = blocks.ctypes.data
+        for axis, (size, stride) in enumerate(zip(shape, block_strides(blocks, FORMATS[p.quant].nbytes))):
+            slots[k + 1 + axis] = size
+            slots[k + 1 + rank + axis] = stride
+        return k + 1 + 2 * rank
 
     def _bind(self, args, kwargs) -> tuple:
         names = [p.name for p in self._params]

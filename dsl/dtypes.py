@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from dsl.lowering.quant import FORMATS
 from dsl.lowering.types import ALL_TYPES
 
 
@@ -49,6 +50,7 @@ class DType:
 
 
 DTYPES = {t.name: DType(t.name) for t in ALL_TYPES}
+DTYPES.update({name: DType(name) for name in FORMATS})  # quantized tensor types: `q4_k[N, K]`
 
 
 def dims(names: str) -> tuple[Dim, ...]:

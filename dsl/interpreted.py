@@ -7,6 +7,7 @@ from dsl.lowering.interpret import CheckFailed, run_kernel
 
 from .call import NUMPY_CHAR, Caller, as_array, pack_scalar
 from .metadata import KernelSpec
+from .quant_args import blocks_of
 
 
 class InterpretedCaller(Caller):
@@ -28,6 +29,9 @@ class InterpretedCaller(Caller):
             if p.kind == "scalar":
                 pack_scalar(self.name, p, value)  # the same type checks as compiled calls
                 values[p.name] = value
+                continue
+            if p.quant:
+                values[p.name] = blocks_of(self.name, p, value, self._params, args)[0]
                 continue
             a = as_array(self.name, p, value)
             if a.dtype.char != char or not a.dtype.isnative or a.ndim != len(p.dims) or (p.output and not a.flags.writeable) \

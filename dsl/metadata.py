@@ -22,6 +22,7 @@ class ParamSpec:
     dtype: str  # a type name of the language: f32, i64, ...
     dims: tuple  # per axis: a dim name or an int (tensors only)
     output: bool = False
+    quant: str | None = None  # a quantized tensor's format ('q4_k'): dtype u8, dims in values
 
 
 @dataclass(frozen=True)
@@ -51,7 +52,8 @@ def kernel_spec(kernel: ir.Kernel) -> KernelSpec:
     for p in kernel.params:
         if isinstance(p, ir.TensorParam):
             dims = tuple(d if isinstance(d, int) else d.name for d in p.dims)
-            params.append(ParamSpec(p.name, "tensor", p.dtype.name, dims, p.is_output))
+            quant = p.quant.fmt.name if p.quant is not None else None
+            params.append(ParamSpec(p.name, "tensor", p.dtype.name, dims, p.is_output, quant))
         else:
             params.append(ParamSpec(p.name, "scalar", p.dtype.name, ()))
     checks = tuple(CheckSpec(c.kind, c.message, c.tensors, c.span.location if c.span else "")
@@ -71,8 +73,8 @@ def dumps(specs: list[KernelSpec]) -> str:
 def _spec_dict(s: KernelSpec) -> dict:
     return {
         "name": s.name, "doc": s.doc, "inplace": s.inplace,
-        "params": [{"name": p.name, "kind": p.kind, "dtype": p.dtype, "dims": list(p.dims), "output": p.output}
-                   for p in s.params],
+        "params": [{"name": p.name, "kind": p.kind, "dtype": p.dtype, "dims": list(p.dims), "output": p.output,
+                    **({"quant": p.quant} if p.quant else {})} for p in s.params],
         "checks": [{"kind": c.kind, "message": c.message, "tensors": list(c.tensors), "location": c.location}
                    for c in s.checks],
     }
@@ -95,6 +97,7 @@ def loads(text: str) -> list[KernelSpec]:
 
 
 def _kernel(k: dict) -> KernelSpec:
+    from dsl.lowering.quant import FORMATS
     from dsl.lowering.types import BY_NAME
 
     assert isinstance(k["name"], str) and k["name"].isidentifier(), "kernel name"
@@ -103,7 +106,9 @@ def _kernel(k: dict) -> KernelSpec:
         assert p["kind"] in ("tensor", "scalar") and p["dtype"] in BY_NAME, f"parameter {p.get('name')!r}"
         assert all(isinstance(d, str) or (isinstance(d, int) and d >= 0) for d in p["dims"]), "dims"
         assert p["kind"] == "tensor" or not p["dims"], "a scalar with dims"
-        params.append(ParamSpec(str(p["name"]), p["kind"], p["dtype"], tuple(p["dims"]), bool(p["output"])))
+        quant = p.get("quant")
+        assert quant is None or (quant in FORMATS and p["kind"] == "tensor"), f"parameter {p.get('name')!r}"
+        params.append(ParamSpec(str(p["name"]), p["kind"], p["dtype"], tuple(p["dims"]), bool(p["output"]), quant))
     checks = tuple(CheckSpec(str(c["kind"]), str(c["message"]), tuple(map(str, c["tensors"])), str(c["location"]))
                    for c in k["checks"])
     return KernelSpec(k["name"], tuple(params), checks, bool(k["inplace"]), k["doc"])

@@ -13,6 +13,7 @@ import threading
 from . import options as options_mod
 from .autotune import TuningRecords, arg_specs, search, shape_class, terminal_progress
 from .metadata import kernel_spec
+from .quant_args import blocks_of
 
 
 class ShapedBuilds:
@@ -106,6 +107,11 @@ def _sizes(spec, values) -> dict[str, int] | None:
         if p.kind != "tensor":
             continue
         shape = getattr(v, "shape", None)
+        if p.quant:  # sizes in values, not in bytes
+            try:
+                shape = blocks_of(spec.name, p, v, spec.params, values)[1]
+            except (TypeError, ValueError):
+                return None
         if shape is None or len(shape) != len(p.dims):
             return None
         for dim, n in zip(p.dims, shape):

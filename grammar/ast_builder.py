@@ -224,8 +224,8 @@ class Builder(Transformer):
 
     def subscript(self, c):
         value, _lsqb, indices, rsqb = c
-        if "." in value.id:
-            raise fail(value.span, f"attribute access is not supported: '{value.id}' cannot be indexed")
+        # `w.qs[...]` (a field of a quantized tensor) is a dotted name: the type
+        # checker knows which tensors have fields.
         return Subscript(value, tuple(indices), _span(value, rsqb))
 
     def indices(self, c):

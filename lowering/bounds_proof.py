@@ -50,6 +50,8 @@ def linear(e: ir.Expr) -> Linear | None:
         case ir.Unary("neg", operand):
             a = linear(operand)
             return None if a is None else _scale(a, -1)
+        case ir.Binary("//", ir.Var(sym), ir.Const(value)) if sym.role == "dim" and isinstance(value, int) and value > 0:
+            return {(sym, value): 1}  # a size divided exactly (K // 256 of a quantized tensor): never negative
     return None
 
 
@@ -90,7 +92,8 @@ def to_expr(form: Linear) -> ir.Expr:
     out: ir.Expr = i64(form.get(1, 0))
     for key, coef in form.items():
         if key != 1 and coef:
-            out = add(out, mul(ir.Var(key), i64(coef)))
+            term = ir.Binary("//", ir.Var(key[0]), i64(key[1]), key[0].type) if isinstance(key, tuple) else ir.Var(key)
+            out = add(out, mul(term, i64(coef)))
     return out
 
 
@@ -116,6 +119,11 @@ def _upper(e: ir.Expr) -> Linear | None:
 
 
 def provably_in_bounds(index: ir.Expr, size: ir.Expr, loops: list[LoopRange]) -> bool:
+    if _quant_block_index(index, size, loops):
+        return True
+    span = _bit_range(index)
+    if span is not None and isinstance(size, ir.Shape) and isinstance(size.tensor.dims[size.axis], int):
+        return span[0] >= 0 and span[1] < size.tensor.dims[size.axis]
     form, bound = linear(index), linear(size)
     if form is None or bound is None:
         return False
@@ -124,6 +132,68 @@ def provably_in_bounds(index: ir.Expr, size: ir.Expr, loops: list[LoopRange]) ->
     if low is None or high is None:
         return False
     nonneg = all(v >= 0 for v in low.values())
-    slack = _add(high, bound, -1)  # high - size must be <= -1
+    slack = _add(_undivide(high), bound, -1)  # high - size must be <= -1
     below = all(v <= 0 for k, v in slack.items() if k != 1) and slack.get(1, 0) <= -1
     return nonneg and below
+
+
+def _undivide(form: Linear) -> Linear:
+    """An upper bound of `form` with c * (K // d) replaced by c / d * K where d divides
+    c > 0 (d * (K // d) <= K): `32 * s + l` for s < K // 32, l < 32 stays below K."""
+    out: Linear = {}
+    for key, coef in form.items():
+        if isinstance(key, tuple) and coef > 0 and coef % key[1] == 0:
+            key, coef = key[0], coef // key[1]
+        out[key] = out.get(key, 0) + coef
+    return out
+
+
+def _bit_range(e: ir.Expr) -> tuple[int, int] | None:
+    """Constant bounds of index arithmetic on masked bits (`x & 7`, `(x & 7) >> 1`,
+    `32 * (j & 1) + 4`), whatever x is: the in-block indices of quantized views."""
+    match e:
+        case ir.Const(value) if isinstance(value, int) and not isinstance(value, bool):
+            return value, value
+        case ir.Binary("&", _, ir.Const(mask)) if mask >= 0:
+            return 0, mask  # two's complement: no bit beyond the mask survives
+        case ir.Binary(">>", a, ir.Const(bits)) if bits >= 0:
+            r = _bit_range(a)
+            return None if r is None or r[0] < 0 else (r[0] >> bits, r[1] >> bits)
+        case ir.Binary("+", a, b):
+            ra, rb = _bit_range(a), _bit_range(b)
+            return None if ra is None or rb is None else (ra[0] + rb[0], ra[1] + rb[1])
+        case ir.Binary("*", a, ir.Const(c)) if c >= 0:
+            r = _bit_range(a)
+            return None if r is None else (r[0] * c, r[1] * c)
+    return None
+
+
+def _quant_block_index(index: ir.Expr, size: ir.Expr, loops: list[LoopRange]) -> bool:
+    """`x >> c` on the block axis of a quantized tensor's view (K / block blocks):
+    in bounds when 0 <= x < K / 2**(log2(block) - c), K being a multiple of the block."""
+    if not (isinstance(index, ir.Binary) and index.op == ">>" and isinstance(index.rhs, ir.Const)):
+        return False
+    if not isinstance(size, ir.Shape) or size.tensor.view is None:
+        return False
+    parent = size.tensor.view.parent
+    if size.axis != parent.rank - 1:
+        return False
+    block, bits = parent.quant.fmt.block, index.rhs.value
+    if not 0 <= bits <= block.bit_length() - 1:
+        return False
+    factor = block >> bits
+    dim = parent.dims[-1]
+    if isinstance(dim, int):
+        bound: Linear = {1: dim // factor}
+    else:
+        bound = {dim: 1} if factor == 1 else {(dim, factor): 1}
+    form = linear(index.lhs)
+    if form is None:
+        return False
+    low = _extreme(form, loops, largest=False)
+    high = _extreme(form, loops, largest=True)
+    if low is None or high is None:
+        return False
+    slack = _add(_undivide(high), bound, -1)
+    return all(v >= 0 for v in low.values()) and all(v <= 0 for k, v in slack.items() if k != 1) \
+        and slack.get(1, 0) <= -1

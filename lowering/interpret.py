@@ -23,6 +23,7 @@ from . import interpret_ops as ops
 from . import ir
 from .interpret_compile import UNSET, CheckFailed, Compiled, Compiler, EnvView
 from .prologue import entry_prologue
+from .quant_arrays import field_array, logical_shape, quant_blocks
 from .rewrite import stmt_exprs, walk_expr, walk_stmts
 
 __all__ = ["run_kernel", "CheckFailed", "EnvView"]
@@ -73,11 +74,18 @@ def _bind(compiled: Compiled, env: list, args: dict[str, object]) -> None:
         if p.name not in args:
             raise TypeError(f"kernel '{name}': missing argument '{p.name}'")
         what = f"kernel '{name}': argument '{p.name}'"
-        if isinstance(p, ir.TensorParam):
+        if isinstance(p, ir.TensorParam) and p.quant is not None:
+            arr = quant_blocks(args[p.name], p, what)
+            env[k], env[k + 1] = arr, logical_shape(arr, p)
+        elif isinstance(p, ir.TensorParam):
             arr = _check_array(args[p.name], p, what)
             env[k], env[k + 1] = arr, arr.shape
         else:
             env[k] = ops.scalar_arg(args[p.name], p.dtype, what)
+    slots = {p: k for p, k in compiled.params}
+    for view, k in compiled.views:
+        arr = field_array(env[slots[view.view.parent]], view)
+        env[k], env[k + 1] = arr, arr.shape
 
 
 def _check_array(value, p: ir.TensorParam, what: str) -> np.ndarray:

@@ -73,6 +73,7 @@ class Compiled:
     size: int
     params: list
     body: Code
+    views: list = ()  # (field view of a quantized parameter, slot): bound from the parameter
 
 
 def _int64_range(start: int, stop: int, step: int):
@@ -116,7 +117,8 @@ class Compiler(VectorCompiler):
             names = kernel_namer(k)
             self.view_slots.update({t.name: self.tensor_slots[t] for t in k.tensors})
             self.view_slots.update({names(s): slot for s, slot in self.slots.items()})
-        return Compiled(k, self.size, params, body)
+        views = [(t, slot) for t, slot in self.tensor_slots.items() if t.view is not None]
+        return Compiled(k, self.size, params, body, views)
 
     def slot(self, sym: ir.Sym) -> int:
         if sym not in self.slots:

@@ -342,7 +342,10 @@ class TensorParam:
     """A tensor parameter: dtype, one dim per axis (a dim `Sym` or an int).
 
     `scratch` marks a buffer a transform allocates (`Alloc`), not a parameter:
-    rank 1, unit stride, owned by the kernel.
+    rank 1, unit stride, owned by the kernel. `quant` (a `lowering.quant.Quantized`)
+    marks a block-quantized parameter (u8 blocks; dims count values), which is
+    only read through `view`s: tensors that are a field of its blocks
+    (`lowering.quant.BlockView`), not parameters either.
     """
 
     name: str
@@ -351,6 +354,8 @@ class TensorParam:
     is_output: bool
     span: Span | None = None
     scratch: bool = False
+    quant: object | None = None
+    view: object | None = None
 
     @property
     def rank(self) -> int:

@@ -74,6 +74,7 @@ class _Verifier:
         self.level = level
         self.tensors = set(kernel.tensors)  # TensorParam hashes by identity
         self.tensors |= {s.buffer for s in walk_stmts(kernel.body) if isinstance(s, ir.Alloc)}
+        self.tensors |= {v for t in kernel.tensors if t.quant is not None for v in t.quant.views.values()}
         self.scalars = {p.sym for p in kernel.params if isinstance(p, ir.ScalarParam)}
         self.dims = set(kernel.dims)
         self.assigned = {s.sym for s in walk_stmts(kernel.body) if isinstance(s, ir.Assign)}

@@ -36,6 +36,8 @@ def build_module(kernels: list[Kernel], target: Target, metadata: str, *,
         func = declare_kernel(module, kernel)
         _define_versions(module, func, kernel)
         define_packed(module, kernel, func)
+        if any(t.quant is not None for t in kernel.tensors):
+            continue  # numpy's shape of block bytes is not the kernel's: the packed door only
         numpy_entry = define_numpy_entry(module, kernel, func)
         if fastcall_supported(kernel):
             define_fastcall_entry(module, kernel, numpy_entry)
@@ -64,7 +66,7 @@ def _define_body(func: ir.Function, kernel: Kernel, unit_inner: bool = False) ->
     bind_arguments(cx)
     if unit_inner:
         for t in cx.tensors.values():
-            if t.strides:
+            if t.strides and t.param.view is None:  # a view's innermost stride is its own
                 t.strides[-1] = ir.Constant(t.strides[-1].type, 1)
     emit_block(cx, kernel.body)
     cx.return_status(ir.Constant(I32, 0))

@@ -12,6 +12,7 @@ from dsl.lowering.ir import Kernel, ScalarParam
 from ..errors import BackendError
 from .abi import METADATA_SYMBOL, PACKED_SUFFIX, CArg, c_args
 from .context import FunctionContext, TensorArgs
+from .quant_views import bind_views
 from .reserved import RESERVED_NAMES
 from .ltypes import I8, I32, I64, PTR, abi_type, int_const
 
@@ -61,6 +62,7 @@ def bind_arguments(cx: FunctionContext) -> None:
         sizes = [next(values)[1] for _ in range(param.rank)]
         strides = [next(values)[1] for _ in range(param.rank)]
         cx.tensors[param] = TensorArgs(param, data, sizes, strides)
+    bind_views(cx)
 
 
 def check_symbol_name(name: str) -> None:

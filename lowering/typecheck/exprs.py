@@ -16,6 +16,8 @@ from ..types import BOOL, BY_NAME, F16, I64, value_type
 from .coerce import TExpr, coerce, concrete, unify, weak_const
 from .context import Frame, FunctionContext, Locals
 from .fold import fold_binary, fold_unary
+from .quant_access import load as quant_load
+from .quant_access import split_target
 
 ARITH = {"+", "-", "*", "/", "//", "%", "**"}
 BITWISE = {"&", "|", "^", "<<", ">>"}
@@ -115,6 +117,17 @@ class ExprChecker:
         self.bag.error(span, f"name '{ident}' is not defined", *did_you_mean(ident, known))
 
     def tensor(self, name: ast.Name) -> ir.TensorParam | None:
+        """The tensor `name` names, for a store or a helper's argument."""
+        quantized = split_target(self.frame, name.id)
+        if quantized is not None:
+            self.bag.error(name.span, f"'{name.id}' belongs to a quantized tensor ({quantized[0].quant.fmt.name}): "
+                           "kernels read its elements and fields; it cannot be stored into, or passed "
+                           "where a plain tensor is expected")
+            return None
+        if "." in name.id and not name.id.startswith("dsl."):
+            self.bag.error(name.span, f"attribute access is not supported: '{name.id}' cannot be indexed",
+                           "only quantized tensors have fields (w.q, w.scale, w.d, ...)")
+            return None
         ident = strip_qualifier(name.id)
         tensor = self.frame.lookup_tensor(ident)
         if tensor is None:
@@ -133,6 +146,9 @@ class ExprChecker:
         return None if any(i is None for i in out) else tuple(out)
 
     def load(self, node: ast.Subscript) -> TExpr | None:
+        quantized = split_target(self.frame, node.value.id)
+        if quantized is not None:
+            return quant_load(self, node, *quantized)
         tensor = self.tensor(node.value)
         if tensor is None:
             for i in node.indices:

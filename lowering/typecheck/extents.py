@@ -6,7 +6,13 @@ from .. import ir
 from ..types import I64
 from .exprs import strip_qualifier
 from .inline import _dim_text as _describe
-from .inline import same_dim
+from .inline import _dim_expr, same_dim
+from .quant_access import field_dims, split_target
+
+
+def _quant_dims(param, field):
+    dims = field_dims(param, field)
+    return None if dims is None else tuple(_dim_expr(d) for d in dims)
 
 
 def index_extents(ck, plan) -> dict:
@@ -25,9 +31,14 @@ def _extent(ck, plan, owner, name):
     for use in uses:
         tensor_name = strip_qualifier(use.tensor)
         tensor = ck.frame.lookup_tensor(tensor_name)
+        quantized = split_target(ck.frame, use.tensor)
+        if quantized is not None:
+            tensor, tensor_name = quantized[0], None
         if tensor is None:
             return None  # reported when the subscript is checked
-        dims = ck.frame.dims_of(tensor_name)
+        dims = ck.frame.dims_of(tensor_name) if tensor_name else _quant_dims(*quantized)
+        if dims is None and quantized is not None:
+            return None  # an unknown field, reported by the subscript
         if dims is None:
             dims = tuple(ir.Const(d, I64) if isinstance(d, int) else ir.Var(d) for d in tensor.dims)
         if use.axis >= len(dims):

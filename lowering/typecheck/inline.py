@@ -19,6 +19,7 @@ from dsl.grammar import ast
 from .. import ir
 from ..types import BY_NAME, F16
 from .coerce import TExpr, coerce
+from ..quant import FORMATS
 from .exprs import ExprChecker, strip_qualifier
 from .infer import check_body
 
@@ -104,6 +105,9 @@ def _bind(ck: ExprChecker, frame, param: ast.Param, arg: ast.Expr, prelude: list
     ann = param.annotation
     type_name = strip_qualifier(ann.name)
     dtype = BY_NAME.get(type_name)
+    quant = type_name if type_name in FORMATS and ann.dims is not None else None
+    if quant:
+        dtype = BY_NAME["u8"]  # a quantized tensor's storage; its format is checked below
     if dtype is None:
         ck.bag.error(ann.span, f"unknown type '{type_name}'")
         return False
@@ -121,8 +125,15 @@ def _bind(ck: ExprChecker, frame, param: ast.Param, arg: ast.Expr, prelude: list
     if not isinstance(arg, ast.Name):
         ck.bag.error(arg.span, f"argument '{param.name}' must be a tensor name (a tensor parameter expects a whole tensor)")
         return False
-    tensor = ck.tensor(arg)
+    tensor = ck.frame.lookup_tensor(arg.id) if quant else ck.tensor(arg)
     if tensor is None:
+        ck.tensor(arg)  # says why
+        return False
+    have = tensor.quant.fmt.name if tensor.quant is not None else None
+    if have != quant:
+        shown = f"a {have} tensor" if have else f"{tensor.dtype} elements"
+        ck.bag.error(arg.span, f"argument '{param.name}' expects {f'a {quant} tensor' if quant else f'{dtype} elements'}, "
+                     f"but '{arg.id}' is {shown}")
         return False
     if tensor.dtype != dtype:
         ck.bag.error(arg.span, f"argument '{param.name}' expects {dtype} elements, but '{arg.id}' holds {tensor.dtype}")

@@ -13,11 +13,13 @@ from dsl.grammar.diagnostics import DiagnosticBag, did_you_mean
 
 from .. import ir
 from ..machine import Machine
+from ..quant import FORMATS
 from ..schedule import read_schedule
 from ..types import BY_NAME, F16
 from .context import Frame, FunctionContext, Locals
 from .exprs import strip_qualifier
 from .infer import check_body
+from .quant_access import quant_param
 from .stmts import StmtChecker
 from .writes import written_params
 
@@ -112,10 +114,13 @@ def _param(p: ast.Param, writes, dims: dict, names: set, bag: DiagnosticBag):
     ann = p.annotation
     type_name = strip_qualifier(ann.name)
     dtype = BY_NAME.get(type_name)
-    if dtype is None:
-        bag.error(ann.span, f"unknown type '{type_name}'", *did_you_mean(type_name, BY_NAME))
+    if dtype is None and type_name not in FORMATS:
+        bag.error(ann.span, f"unknown type '{type_name}'", *did_you_mean(type_name, [*BY_NAME, *FORMATS]))
         return None
     if ann.dims is None:
+        if dtype is None:
+            bag.error(ann.span, f"{type_name} is a tensor type (blocks of quantized values), e.g. {type_name}[N, K]")
+            return None
         if dtype == F16:
             bag.error(ann.span, "f16 is a storage type for tensors; pass scalars as f32")
             return None
@@ -136,6 +141,8 @@ def _param(p: ast.Param, writes, dims: dict, names: set, bag: DiagnosticBag):
             bag.error(dim.span, f"'{dim_name}' is a type name and cannot be a dim")
             return None
         shape.append(dims.setdefault(dim_name, ir.Sym(dim_name, BY_NAME["i64"], "dim")))
+    if dtype is None:
+        return quant_param(p, type_name, shape, writes, dims, bag)
     return ir.TensorParam(p.name, dtype, tuple(shape), p.name in writes, p.span)
 
 

@@ -23,6 +23,8 @@ from pathlib import Path
 
 import numpy as np
 
+from dsl.lowering.quant import FORMATS
+
 NUMPY_TYPES = {"f16": np.float16, "f32": np.float32, "f64": np.float64, "i8": np.int8, "i16": np.int16,
                "i32": np.int32, "i64": np.int64, "u8": np.uint8, "u16": np.uint16, "u32": np.uint32,
                "u64": np.uint64, "bool": np.bool_}
@@ -47,6 +49,7 @@ class CKernel:
 _PARAM = re.compile(r"^\s*(?P<ctype>[\w ]+\*?)\s+(?P<cname>\w+),?\s*/\*\s*(?P<doc>.*?)\s*\*/\s*$")
 _TENSOR = re.compile(r"^\w+: (?P<dtype>\w+)\[(?P<dims>[^\]]*)\](?: \(IEEE half bits\))?, (?P<role>input|output)$")
 _SCALAR = re.compile(r"^\w+: (?P<dtype>\w+), scalar$")
+_QUANT = re.compile(r"^\w+: (?P<dtype>q\w+)\[(?P<dims>[^\]]*)\], input: ggml block")
 
 
 def parse_header(text: str) -> dict[str, CKernel]:
@@ -61,6 +64,8 @@ def parse_header(text: str) -> dict[str, CKernel]:
             if tensor := _TENSOR.match(doc):
                 dims = tuple(d.strip() for d in tensor.group("dims").split(","))
                 params.append(CParam(cname, tensor.group("dtype"), dims, tensor.group("role") == "output"))
+            elif quant := _QUANT.match(doc):  # block bytes: sizes in values, strides in blocks
+                params.append(CParam(cname, quant.group("dtype"), tuple(d.strip() for d in quant.group("dims").split(","))))
             elif scalar := _SCALAR.match(doc):
                 params.append(CParam(cname, scalar.group("dtype"), None))
             # sizes and strides follow their tensor; the driver derives them from the array
@@ -105,6 +110,11 @@ def driver_source(header: str, kernel: CKernel, args: list) -> str:
         ctype = _c_element(param.dtype)
         nbytes = _span(value).nbytes
         lines.append(f'    {ctype}* {param.name} = ({ctype}*)load("{param.name}.bin", {nbytes});')
+        if param.dtype in FORMATS:  # uint8 [..., bytes per row]: sizes in values, strides in blocks
+            fmt = FORMATS[param.dtype]
+            sizes = value.shape[:-1] + (value.shape[-1] // fmt.nbytes * fmt.block,)
+            call += [param.name, *(str(n) for n in sizes), *(str(s // fmt.nbytes) for s in value.strides[:-1]), "1"]
+            continue
         call += [param.name, *(str(n) for n in value.shape), *(str(s // value.itemsize) for s in value.strides)]
     lines.append(f"    int32_t status = {kernel.name}({', '.join(call)});")
     lines.append('    printf("status %d\\n", (int)status);')
@@ -116,7 +126,7 @@ def driver_source(header: str, kernel: CKernel, args: list) -> str:
 
 
 def _c_element(dtype: str) -> str:
-    if dtype == "bool":
+    if dtype == "bool" or dtype in FORMATS:
         return "uint8_t"
     if dtype == "f16":
         return "uint16_t"

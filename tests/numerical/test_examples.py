@@ -220,7 +220,7 @@ def with_layout(args, case: Case, layout: str):
     """The arguments with every tensor in `layout` (outputs never broadcast)."""
     out = []
     for pos, a in enumerate(args):
-        if not isinstance(a, np.ndarray) or a.ndim == 0:
+        if not isinstance(a, np.ndarray) or a.ndim == 0 or pos in case.fixed:
             out.append(a)
         elif layout == "broadcast" and pos in case.outputs:
             out.append(a)

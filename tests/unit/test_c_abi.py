@@ -131,3 +131,45 @@ def test_header_compiles_whatever_the_parameter_names(tmp_path):
     (tmp_path / "main.c").write_text('#include "names.h"\nint main(void) { return 0; }\n')
     cc = subprocess.run([CC, *CFLAGS, "-c", "main.c", "-o", "main.o"], cwd=tmp_path, capture_output=True, text=True)
     assert cc.returncode == 0, cc.stderr
+
+
+Q4K_MAIN = r"""
+#include <stdio.h>
+#include "q4k.h"
+
+enum { N = 3, K = 512, BYTES = N * K / 256 * 144 };
+
+int main(void) {
+    static uint8_t w[BYTES];   /* block_q4_K rows, written by dsl.ops.quantize */
+    float x[K], y[N];
+    FILE* f = fopen("w.bin", "rb");
+    if (!f || fread(w, 1, BYTES, f) != BYTES) return 2;
+    fclose(f);
+    for (int k = 0; k < K; k++) x[k] = (float)(k % 5) - 2.0f;
+    /* sizes in values, the row stride in blocks (K / 256), then 1 (not read) */
+    int32_t status = q4k_matvec_silu(w, N, K, K / 256, 1, x, K, 1, y, N, 1);
+    printf("status %d\n", (int)status);
+    for (int n = 0; n < N; n++) printf("%.9g\n", y[n]);
+    printf("k300 %d\n", (int)q4k_matvec_silu(w, N, 300, 2, 1, x, 300, 1, y, N, 1));
+    return 0;
+}
+"""
+
+
+def test_quantized_tensor_from_c(tmp_path):
+    """A q4_k parameter: a uint8 pointer, sizes in values, strides in blocks."""
+    import dsl
+
+    n, k = 3, 512
+    weights = np.random.default_rng(3).standard_normal((n, k)).astype(np.float32)
+    blocks = dsl.ops.quantize(weights, "q4_k")
+    (tmp_path / "w.bin").write_bytes(blocks.tobytes())
+    out, header = build(tmp_path, "q4k_matvec_silu.tk", "q4k", Q4K_MAIN)
+    lines = out.splitlines()
+    assert lines[0] == "status 0"
+    x = (np.arange(k) % 5).astype(np.float64) - 2
+    z = dsl.ops.dequantize(blocks, "q4_k", (n, k)).astype(np.float64) @ x
+    np.testing.assert_allclose(values(lines[1:4]), z / (1 + np.exp(-z)), rtol=1e-4, atol=1e-4)
+    assert lines[4] == "k300 3"  # check 3: 'w': K (axis 1) is not a multiple of 256 (q4_k block)
+    assert "3: shape: 'w': K (axis 1) is not a multiple of 256 (q4_k block)" in header
+    assert "const uint8_t* w," in header and "in 144-byte blocks" in header
