@@ -30,12 +30,28 @@ __all__ = [*_BINARY, *_UNARY, "gelu", "sum", "mean", "max", "min", "argmax", "so
            "layer_norm", "rms_norm"]
 
 
+_kernels: dict[str, tuple] = {}  # name -> (library, kernel): a library's getattr costs ~0.5 us
+
+
 def _lib():
     return stdlib_library("pointwise")
 
 
+def _kernel(name: str):
+    lib = _lib()
+    found = _kernels.get(name)
+    if found is None or found[0] is not lib:
+        found = _kernels[name] = (lib, getattr(lib, name))
+    return found[1]
+
+
 def _run(op: str, kernel: str, inputs: list[np.ndarray], out: np.ndarray, scalar=None) -> np.ndarray:
     if out.size == 0:
+        return out
+    flat = L.flat_views(inputs, out)
+    if flat is not None:  # the common case, without the ~15 us of the general path
+        fn = _kernel(f"{kernel}_1" if scalar is None else f"{kernel}_s1")
+        fn(*flat) if scalar is None else fn(flat[0], scalar, flat[1])
         return out
     inputs = [L.unaliased(np.broadcast_to(x, out.shape), out) for x in inputs]
     rank, calls = L.rank_views(out.shape, [*inputs, out])
