@@ -19,6 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import _layout as L
+from .fusion import fused
 from .library import stdlib_library
 from .norm import layer_norm, log_softmax, rms_norm, softmax
 from .reduce import argmax, max, mean, min, sum
@@ -27,7 +28,7 @@ _BINARY = ("add", "sub", "mul", "div", "maximum", "minimum")
 _UNARY = ("relu", "sigmoid", "tanh", "silu", "exp", "log", "erf", "sqrt", "abs", "neg", "square", "copy")
 
 __all__ = [*_BINARY, *_UNARY, "gelu", "sum", "mean", "max", "min", "argmax", "softmax", "log_softmax",
-           "layer_norm", "rms_norm"]
+           "layer_norm", "rms_norm", "fused"]
 
 
 _kernels: dict[str, tuple] = {}  # name -> (library, kernel): a library's getattr costs ~0.5 us
