@@ -27,19 +27,21 @@ def median_seconds(fn, repeats: int, min_time: float = 0.05) -> float:
     return interleaved({"fn": fn}, repeats, min_time)["fn"]
 
 
-def interleaved(fns: dict, repeats: int, min_time: float = 0.05) -> dict:
+def interleaved(fns: dict, repeats: int, min_time: float = 0.05, clock=time.perf_counter) -> dict:
     """Median seconds per call of each function; the samples alternate, so a
-    change in the machine's state hits every function alike."""
+    change in the machine's state hits every function alike. `clock` may be
+    `time.thread_time` for single-threaded calls on a shared machine: the
+    time slices other processes take are then not counted."""
     for fn in fns.values():
         fn()
     samples: dict = {name: [] for name in fns}
     for _ in range(repeats):
         for name, fn in fns.items():
-            calls, start = 0, time.perf_counter()
+            calls, start = 0, clock()
             while True:
                 fn()
                 calls += 1
-                elapsed = time.perf_counter() - start
+                elapsed = clock() - start
                 if elapsed >= min_time:
                     break
             samples[name].append(elapsed / calls)

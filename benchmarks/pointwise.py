@@ -14,15 +14,17 @@ from __future__ import annotations
 
 import argparse
 import ctypes
+import os
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import numpy as np
 
 import dsl
-from common import machine, median_seconds, table
+from common import interleaved, machine, table
 
 TRIAD_C = r"""
 #include <omp.h>
@@ -53,47 +55,92 @@ def _torch():
     return torch
 
 
+def _activations(x, out, label: str, torch) -> list:
+    """Rows for the math functions on `x` (the large array, or one that stays in L2)."""
+    ops, n = dsl.ops, x.size
+    rows = [
+        (f"exp{label}", {"dslc": lambda: ops.exp(x, out=out), "numpy": lambda: np.exp(x, out=out)}),
+        (f"tanh{label}", {"dslc": lambda: ops.tanh(x, out=out), "numpy": lambda: np.tanh(x, out=out)}),
+        (f"erf{label}", {"dslc": lambda: ops.erf(x, out=out)}),
+        (f"silu{label}", {"dslc": lambda: ops.silu(x, out=out)}),
+        (f"gelu{label}", {"dslc": lambda: ops.gelu(x, out=out)}),
+        (f"gelu tanh{label}", {"dslc": lambda: ops.gelu(x, approximate="tanh", out=out)}),
+    ]
+    if torch is not None:
+        tx, tout = torch.from_numpy(x), torch.from_numpy(out)
+        aten = torch.ops.aten
+        theirs = [lambda: torch.exp(tx, out=tout), lambda: torch.tanh(tx, out=tout), lambda: torch.erf(tx, out=tout),
+                  lambda: aten.silu.out(tx, out=tout), lambda: aten.gelu.out(tx, out=tout),
+                  lambda: aten.gelu.out(tx, approximate="tanh", out=tout)]
+        for (_, impls), fn in zip(rows, theirs):
+            impls["torch"] = fn
+    return [(name, "Gelem/s", n / 1e9, 8 * n if not label.endswith("(L2)") else None, impls) for name, impls in rows]
+
+
 def cases(n: int, rows: int, torch):
-    """(name, unit, amount per call, {impl: fn}) for every benchmarked op."""
+    """(name, unit, amount per call, bytes moved or None when in cache, {impl: fn})
+    for every benchmarked op."""
     rng = np.random.default_rng(0)
-    x, y = rng.standard_normal(n, np.float32), rng.standard_normal(n, np.float32)
+    x, y, z = (rng.standard_normal(n, np.float32) for _ in range(3))
     out = np.empty_like(x)
+    small = rng.standard_normal(1 << 16, np.float32)
+    small_out = np.empty_like(small)
     m = rng.standard_normal((rows, 1024), np.float32)
     m_out = np.empty_like(m)
+    m_small, m_small_out = m[:64].copy(), np.empty_like(m[:64])
     big = rng.standard_normal((rows, 4096), np.float32)
     big_out = np.empty_like(big)
     w, b = rng.standard_normal(4096, np.float32), rng.standard_normal(4096, np.float32)
+    tmp = np.empty_like(x)
     ops = dsl.ops
-    gb = lambda bytes_per: n * bytes_per / 1e9  # noqa: E731
+
+    def numpy_chain():  # silu(x) * y + z, op by op into preallocated memory
+        np.negative(x, out=tmp)
+        np.exp(tmp, out=tmp)
+        np.add(tmp, 1, out=tmp)
+        np.divide(x, tmp, out=tmp)
+        np.multiply(tmp, y, out=tmp)
+        np.add(tmp, z, out=out)
+
     table_ = [
-        ("copy", "GB/s", gb(8), {"dslc": lambda: ops.copy(x, out=out), "numpy": lambda: np.copyto(out, x)}),
-        ("add", "GB/s", gb(12), {"dslc": lambda: ops.add(x, y, out=out), "numpy": lambda: np.add(x, y, out=out)}),
-        ("exp", "Gelem/s", n / 1e9, {"dslc": lambda: ops.exp(x, out=out), "numpy": lambda: np.exp(x, out=out)}),
-        ("silu", "Gelem/s", n / 1e9, {"dslc": lambda: ops.silu(x, out=out)}),
-        ("gelu", "Gelem/s", n / 1e9, {"dslc": lambda: ops.gelu(x, out=out)}),
-        ("gelu tanh", "Gelem/s", n / 1e9, {"dslc": lambda: ops.gelu(x, approximate="tanh", out=out)}),
-        ("sum", "GB/s", gb(4), {"dslc": lambda: ops.sum(x), "numpy": lambda: np.sum(x)}),
-        (f"softmax {rows}x1024", "ms", None, {"dslc": lambda: ops.softmax(m, out=m_out)}),
-        (f"layer_norm {rows}x4096", "ms", None, {"dslc": lambda: ops.layer_norm(big, w, b, out=big_out)}),
-        (f"rms_norm {rows}x4096", "ms", None, {"dslc": lambda: ops.rms_norm(big, w, out=big_out)}),
+        ("copy", "GB/s", 8 * n / 1e9, 8 * n, {"dslc": lambda: ops.copy(x, out=out), "numpy": lambda: np.copyto(out, x)}),
+        ("add", "GB/s", 12 * n / 1e9, 12 * n, {"dslc": lambda: ops.add(x, y, out=out),
+                                               "numpy": lambda: np.add(x, y, out=out)}),
+        *_activations(x, out, "", torch),
+        *_activations(small, small_out, " 64K (L2)", torch),
+        ("fused silu(x)*y+z", "Gelem/s", n / 1e9, 16 * n, {
+            "dslc": lambda: ops.fused("silu(x) * y + z", x=x, y=y, z=z, out=out), "numpy": numpy_chain}),
+        ("sum", "GB/s", 4 * n / 1e9, 4 * n, {"dslc": lambda: ops.sum(x), "numpy": lambda: np.sum(x)}),
+        (f"softmax {rows}x1024", "ms", None, 8 * m.size, {"dslc": lambda: ops.softmax(m, out=m_out)}),
+        ("softmax 64x1024 (L2)", "ms", None, None, {"dslc": lambda: ops.softmax(m_small, out=m_small_out)}),
+        (f"layer_norm {rows}x4096", "ms", None, 8 * big.size, {"dslc": lambda: ops.layer_norm(big, w, b, out=big_out)}),
+        (f"rms_norm {rows}x4096", "ms", None, 8 * big.size, {"dslc": lambda: ops.rms_norm(big, w, out=big_out)}),
     ]
     if torch is not None:
-        tx, ty, tout = torch.from_numpy(x), torch.from_numpy(y), torch.from_numpy(out)
-        tm, tbig, tw, tb = (torch.from_numpy(a) for a in (m, big, w, b))
+        tx, ty, tz, tout = (torch.from_numpy(a) for a in (x, y, z, out))
+        tm, tms, tbig, tw, tb = (torch.from_numpy(a) for a in (m, m_small, big, w, b))
         F = torch.nn.functional
         extra = {
             "copy": lambda: tout.copy_(tx), "add": lambda: torch.add(tx, ty, out=tout),
-            "exp": lambda: torch.exp(tx, out=tout), "silu": lambda: torch.ops.aten.silu.out(tx, out=tout),
-            "gelu": lambda: torch.ops.aten.gelu.out(tx, out=tout),
-            "gelu tanh": lambda: torch.ops.aten.gelu.out(tx, approximate="tanh", out=tout),
+            "fused silu(x)*y+z": lambda: torch.add(F.silu(tx) * ty, tz, out=tout),
             "sum": lambda: torch.sum(tx),
             f"softmax {rows}x1024": lambda: torch.softmax(tm, -1),
+            "softmax 64x1024 (L2)": lambda: torch.softmax(tms, -1),
             f"layer_norm {rows}x4096": lambda: F.layer_norm(tbig, (4096,), tw, tb),
             f"rms_norm {rows}x4096": lambda: F.rms_norm(tbig, (4096,), tw, eps=1e-6),
         }
-        for name, _, _, impls in table_:
-            impls["torch"] = extra[name]
+        for name, _, _, _, impls in table_:
+            if name in extra:
+                impls["torch"] = extra[name]
     return table_
+
+
+def _bound(unit: str, amount, traffic, bandwidth: float) -> str:
+    """The best a row can reach moving its bytes at the triad's bandwidth."""
+    if traffic is None:
+        return "in cache"
+    seconds = traffic / (bandwidth * 1e9)
+    return f"{seconds * 1e3:.2f}" if amount is None else f"{amount / seconds:.2f}"
 
 
 def run(n: int, rows: int, threads: list[int], repeats: int) -> tuple[list[list[str]], list[list[str]]]:
@@ -108,11 +155,15 @@ def run(n: int, rows: int, threads: list[int], repeats: int) -> tuple[list[list[
         triad_lib.set_threads(t)
         if torch is not None:
             torch.set_num_threads(t)
-        triad = median_seconds(lambda: triad_lib.triad(ptr(a), ptr(b), ptr(c), 3.0, n), repeats)
+        clock = time.thread_time if t == 1 else time.perf_counter
+        triad = interleaved({"triad": lambda: triad_lib.triad(ptr(a), ptr(b), ptr(c), 3.0, n)}, repeats,
+                            clock=clock)["triad"]
         bandwidth = 12 * n / triad / 1e9
         stream.append([t, f"{bandwidth:.1f}"])
-        for name, unit, amount, impls in bench:
-            times = {k: median_seconds(fn, repeats) for k, fn in impls.items()}
+        for name, unit, amount, traffic, impls in bench:
+            # 1 thread: the calling thread's CPU time (every library computes on it), which
+            # other processes' time slices on this shared machine do not inflate.
+            times = interleaved(impls, repeats, clock=clock)
             row = [name, t]
             for impl in ("dslc", "numpy", "torch"):
                 sec = times.get(impl)
@@ -121,6 +172,7 @@ def run(n: int, rows: int, threads: list[int], repeats: int) -> tuple[list[list[
             ref = times.get("torch", times.get("numpy"))
             row.append(f"{ref / times['dslc']:.2f}" if ref else "-")
             row.append(f"{amount / times['dslc'] / bandwidth:.0%}" if unit == "GB/s" else "")
+            row.append(_bound(unit, amount, traffic, bandwidth))
             results.append(row)
     return results, stream
 
@@ -131,11 +183,13 @@ def main() -> int:
     args = parser.parse_args()
     n, rows, repeats = ((1 << 22), 1024, 3) if args.quick else ((1 << 24), 4096, 5)
     results, stream = run(n, rows, [1, 2], repeats)
-    print(f"Pointwise f32, {n} elements ({machine()}; medians of {repeats} samples; a shared machine)")
+    print(f"Pointwise f32, {n} elements ({machine()}; medians of {repeats} samples; a shared machine, "
+          f"load average {os.getloadavg()[0]:.1f}; 1 thread timed by the calling thread's CPU time, "
+          "2 threads by the wall clock)")
     print(table(["threads", "STREAM triad GB/s"], stream))
     print()
     print(table(["op", "threads", "dslc", "numpy", "torch", "unit", "speedup vs torch (numpy)",
-                 "of triad"], results))
+                 "of triad", "triad bound"], results))
     return 0
 
 

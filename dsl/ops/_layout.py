@@ -105,6 +105,25 @@ def strided(a: np.ndarray, shape: tuple[int, ...], element_strides: list[int]) -
                       writeable=a.flags.writeable)
 
 
+def flat_views(inputs: list[np.ndarray], out: np.ndarray) -> list[np.ndarray] | None:
+    """Rank-1 views of `inputs` and `out` when they all are C-contiguous of
+    `out`'s shape, each input either `out` itself or apart from it; else None
+    (the general path broadcasts, coalesces and copies overlapping inputs).
+
+        >>> a = np.zeros((2, 3), np.float32)
+        >>> [v.shape for v in flat_views([a], np.empty_like(a))]
+        [(6,), (6,)]
+    """
+    if not out.flags.c_contiguous:
+        return None
+    for x in inputs:
+        if x.shape != out.shape or not x.flags.c_contiguous:
+            return None
+        if x is not out and np.may_share_memory(x, out):
+            return None
+    return [x.reshape(-1) for x in inputs] + [out.reshape(-1)]
+
+
 def rank_views(shape: tuple[int, ...], arrays: list[np.ndarray]) -> tuple[int, list[list[np.ndarray]]]:
     """Views for the rank-1 kernel (rank 1) or rank-3 calls (rank 3, one list
     of views per call: leading axes beyond three are looped over here)."""
