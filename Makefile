@@ -28,7 +28,7 @@ test: venv cross-tools
 cross-tools:
 	@sh tests/cross/install_tools.sh
 
-# make bench        - every benchmark script (about 15 minutes on a quiet 2-core machine), then
+# make bench        - every benchmark script (under 10 minutes on the 2-core Xeon), then
 #                     BENCHMARKS.md, its plots (docs/bench/*.png) and README's summary, from the
 #                     results they recorded (benchmarks/results/*.json); run it on a quiet machine
 # make bench-quick  - the same, small and fast, into build/bench-quick/ (the committed files untouched)

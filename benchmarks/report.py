@@ -1,7 +1,7 @@
 """Run every benchmark script and write BENCHMARKS.md, its plots and the
 README's summary from what they recorded (`make bench`).
 
-    python benchmarks/report.py                  # all scripts, full size (about 15 minutes)
+    python benchmarks/report.py                  # all scripts, full size (under 10 minutes)
     python benchmarks/report.py --quick          # a smoke run into build/bench-quick/ (a few minutes)
     python benchmarks/report.py --compose-only   # rewrite the report from the recorded JSON
     python benchmarks/report.py --only gemm.py,conv.py
@@ -40,7 +40,8 @@ from results_markdown import compose  # noqa: E402
 from results_plots import make_plots  # noqa: E402
 from results_summary import summary, update_readme  # noqa: E402
 
-# (script, arguments of the full run, of the quick run). Full: about 15 minutes in all on a quiet 2-core machine.
+# (script, arguments of the full run, of the quick run). Full: 6.5 minutes in all on the 2-core Xeon
+# with a warm compile cache, under a load average of 5 (quick: about 5 minutes there, cold cache).
 SCRIPTS = [
     ("overhead.py", [], []),
     ("gemm.py", [], ["--quick"]),
@@ -53,15 +54,16 @@ SCRIPTS = [
 ]
 
 
-def run_script(script: str, args: list[str], out: Path, bar: Progress) -> str | None:
-    """Run one script with --json into `out`; None on success, else why not."""
+def run_script(script: str, args: list[str], out: Path, bar: Progress, folder: Path = HERE) -> str | None:
+    """Run `folder/script` with --json into `out`; None on success, else why not."""
     json_path, log_path = out / (Path(script).stem + ".json"), out / (Path(script).stem + ".txt")
+    out.mkdir(parents=True, exist_ok=True)
     json_path.unlink(missing_ok=True)
     with tempfile.NamedTemporaryFile(prefix="bench-status-", delete=False) as status:
         status_path = Path(status.name)
     env = dict(os.environ, BENCH_STATUS_FILE=str(status_path), DSL_NO_PROGRESS="1")
     say(bar, f"== {script} {' '.join(args)}  (1-minute load average at start: {load1()})")
-    proc = subprocess.Popen([sys.executable, str(HERE / script), "--json", str(json_path), *args], cwd=HERE,
+    proc = subprocess.Popen([sys.executable, str(folder / script), "--json", str(json_path), *args], cwd=folder,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
     lines: queue.Queue = queue.Queue()
     reader = threading.Thread(target=lambda: [lines.put(line) for line in proc.stdout], daemon=True)
@@ -81,7 +83,7 @@ def run_script(script: str, args: list[str], out: Path, bar: Progress) -> str | 
     status_path.unlink(missing_ok=True)
     say(bar, f"== {script} finished, exit status {proc.returncode}  (1-minute load average at end: {load1()})")
     if proc.returncode != 0:
-        return f"exit status {proc.returncode} (output in {log_path.relative_to(ROOT)})"
+        return f"exit status {proc.returncode} (output in {log_path})"
     return None if json_path.exists() else "no results recorded"
 
 
@@ -140,7 +142,6 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--only: known scripts are {', '.join(s[0] for s in SCRIPTS)}")
     missing: dict[str, str] = {}
     if not args.compose_only:
-        out.mkdir(parents=True, exist_ok=True)
         with Progress("bench", len(chosen), enabled=None if not args.no_progress else False) as bar:
             for done, (script, full, quick) in enumerate(chosen):
                 bar.update(done, script)

@@ -20,6 +20,14 @@ TITLES = {"overhead.py": "Compile time and call overhead", "gemm.py": "GEMM: ben
           "seed_bmm.py": "The seeds' strided batched matmul", "conv.py": "Convolutions against torch and im2col",
           "pointwise.py": "Pointwise ops, reductions, softmax and norms", "quant.py": "GGML's quantized formats",
           "tutorial.py": "The tutorial's steps"}
+# Explanations that hold whatever the numbers (no numbers here: they go stale).
+NOTES = {
+    "quant.py": "Where the time goes. Quantize: the k-quant searches are compute-bound, and each block's "
+                "arithmetic is ggml's sequence exactly (16 blocks in the 16 lanes of a vector); q8_0 is a pass "
+                "over memory plus the regrouping of blocks into lanes. Matvec: ggml's AVX2 kernels multiply u8 "
+                "by i8 with `vpmaddubsw`; portable DSL code becomes zero/sign extensions, `vpmullw` and "
+                "`vpmaddwd` (LLVM forms the last from plain code), more vector instructions per block.",
+}
 ORDER = ["overhead.py", "gemm.py", "dense.py", "seed_bmm.py", "conv.py", "pointwise.py", "quant.py", "tutorial.py"]
 
 
@@ -60,6 +68,8 @@ def section(data: dict, plots: list, base: Path) -> list[str]:
         out += [f"### {t['title']}", "", markdown_table(t["columns"], t["rows"]), ""]
         if t.get("note"):
             out += [t["note"], ""]
+    if script in NOTES:
+        out += [NOTES[script], ""]
     return out
 
 

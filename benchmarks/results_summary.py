@@ -22,7 +22,7 @@ START, END = "<!-- bench-summary:start -->", "<!-- bench-summary:end -->"
 HEADLINES = [
     ("dense.py", "batched", "case", "(1,128,256)@(64,256,128)", ("dslc GFLOP/s", "torch GFLOP/s"), "GFLOP/s"),
     ("dense.py", "matvec", "case", "matvec 4096x4096", ("dslc GB/s", "numpy GB/s"), "GB/s"),
-    ("seed_bmm.py", "bmm", "batch a/b x I x K x J", "8/8 x 128x128x128", ("dslc index notation", "numba"),
+    ("seed_bmm.py", "bmm", "batch a/b x I x K x J", "8/8 x 128x128x128", ("dslc index notation", "numpy"),
      "GFLOP/s"),
     ("conv.py", "conv", "case", "ResNet (8,56,56,64) 3x3 64->64 pad 1", ("dslc GFLOP/s", "torch GFLOP/s"),
      "GFLOP/s"),
@@ -41,7 +41,8 @@ def summary(found: dict[str, dict]) -> str:
     head = (f"Measured by `make bench` on {any_run.get('cpu_model') or any_run['machine']} ({any_run['machine']}), "
             f"{any_run['started'][:10]}; 1-minute load average {min(loads):.2f} to {max(loads):.2f}"
             if loads else f"Measured by `make bench` on {any_run['machine']}, {any_run['started'][:10]}")
-    head += (f" — **the machine was busy** (load above {BUSY_LOAD}) during {', '.join(sorted(busy))}: "
+    during = "every script" if len(busy) == len(found) else ", ".join(sorted(busy))
+    head += (f" — **the machine was busy** (load above {BUSY_LOAD}) during {during}: "
              "those numbers are low and noisy." if busy else ".")
     parts = [head + " Full tables and plots: [BENCHMARKS.md](BENCHMARKS.md).", ""]
     for block in (_overhead(found), _gemm(found), _headlines(found)):

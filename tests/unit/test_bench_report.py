@@ -112,3 +112,40 @@ def test_no_plots_without_matplotlib(found, tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "matplotlib", None)  # import fails as if not installed
     assert results_plots.make_plots(found, tmp_path / "plots") == {}
     assert not (tmp_path / "plots").exists()
+
+
+FAKE_BENCHMARK = '''
+import argparse
+import results
+from common import interleaved
+
+parser = argparse.ArgumentParser()
+results.add_json_option(parser)
+rec = results.start(parser.parse_args(), repeats=1)
+for case in ("small", "large"):
+    interleaved({"noop": lambda: None}, 1, min_time=0.0)
+    print(f"timed {case}", flush=True)
+rec.table("cases", "Fake", ["case", "value"], [["small", "1.0"], ["large", "2.0"]])
+'''
+
+
+def test_runner_records_logs_and_shows_the_case_on_the_bar(tmp_path, monkeypatch):
+    import io
+
+    import report
+    from dsl.progress import Progress
+
+    (tmp_path / "fake.py").write_text(FAKE_BENCHMARK)
+    monkeypatch.setenv("PYTHONPATH", str(ROOT / "benchmarks"))
+    screen = io.StringIO()
+    bar = Progress("bench", 1, stream=screen, enabled=True)
+    assert report.run_script("fake.py", [], tmp_path / "out", bar, folder=tmp_path) is None
+    bar.close()
+    shown = screen.getvalue()
+    assert "fake.py: 2 cases timed | timed large" in shown  # which script, how far, its last line
+    assert "1-minute load average at start:" in shown and "1-minute load average at end:" in shown
+    assert (tmp_path / "out" / "fake.txt").read_text() == "timed small\ntimed large\n"
+    recorded = results.load(tmp_path / "out")["fake.py"]
+    assert recorded["tables"][0]["rows"][1] == {"case": "large", "value": "2.0"}
+    (tmp_path / "broken.py").write_text("raise SystemExit(3)\n")
+    assert "exit status 3" in report.run_script("broken.py", [], tmp_path / "out", bar, folder=tmp_path)
