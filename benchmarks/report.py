@@ -29,16 +29,14 @@ import threading
 import time
 from pathlib import Path
 
+import results
+from dsl.progress import Progress
+from results_markdown import compose
+from results_plots import make_plots
+from results_summary import summary, update_readme
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-sys.path.insert(0, str(ROOT))  # dsl.progress, when run without the package installed
-
-from dsl.progress import Progress  # noqa: E402
-
-import results  # noqa: E402
-from results_markdown import compose  # noqa: E402
-from results_plots import make_plots  # noqa: E402
-from results_summary import summary, update_readme  # noqa: E402
 
 # (script, arguments of the full run, of the quick run). Full: 6.5 minutes in all on the 2-core Xeon
 # with a warm compile cache, under a load average of 5 (quick: about 5 minutes there, cold cache).

@@ -116,6 +116,9 @@ def main(files, output, header, out_dir, stdlib, no_progress, emit, triple, cpu,
     # The bar would tangle with IR printed on stderr.
     show_progress = not (no_progress or names or remarks)
     if stdlib and out_dir is None:
+        if tune_sizes or opts.specialize or isa:
+            raise click.UsageError("--stdlib fills the cache dsl.ops loads from, for any sizes and this CPU: "
+                                   "--autotune, --specialize and --isa need --out-dir")
         sys.exit(build_stdlib(opts, show_progress))
     if stdlib or out_dir is not None:
         out_dir.mkdir(parents=True, exist_ok=True)

@@ -14,9 +14,10 @@ without tangling the two.
 
 from __future__ import annotations
 
-import os
 import sys
 import time
+
+from .options import progress_disabled
 
 WIDTH = 24  # cells in the bar
 MAX_NOTE = 48  # characters of the note after the counts
@@ -26,7 +27,7 @@ def wanted(stream=None, disabled: bool = False) -> bool:
     """Whether to draw: `stream` (default stderr) is a terminal, and neither
     `disabled` (a --no-progress flag) nor DSL_NO_PROGRESS says otherwise."""
     stream = sys.stderr if stream is None else stream
-    if disabled or os.environ.get("DSL_NO_PROGRESS", "").strip().lower() not in ("", "0", "false", "no", "off"):
+    if disabled or progress_disabled():
         return False
     isatty = getattr(stream, "isatty", None)
     return bool(isatty and isatty())

@@ -57,6 +57,7 @@ def test_single_input_with_out_dir(tmp_path):
     (["{saxpy}", "{row_sums}"], "2 inputs: give --out-dir DIR"),
     (["{saxpy}", "--out-dir", "d", "-o", "x.so"], "--out-dir names every output"),
     (["--stdlib", "{saxpy}"], "give no FILES with it"),
+    (["--stdlib", "--specialize", "N=8"], "need --out-dir"),
     ([], "missing FILE"),
 ])
 def test_usage_errors(args, message, tmp_path, monkeypatch):
