@@ -73,7 +73,7 @@ def run_script(script: str, args: list[str], out: Path, bar: Progress, folder: P
                 line = lines.get(timeout=0.5).rstrip("\n")
                 log.write(line + "\n")
                 say(bar, line)
-                last = line.strip() or last
+                last = " ".join(line.split()) or last
             except queue.Empty:
                 pass
             cases = status_path.stat().st_size if status_path.exists() else 0
