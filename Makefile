@@ -1,14 +1,14 @@
 # make demo   - build every example with dslc, check it against numpy, build and run examples/c
 # make test   - run the whole test suite (installs qemu-user and the aarch64 cross
 #               gcc for tests/cross first when missing and when apt-get and root allow)
-# make bench  - benchmark scripts (tables against numpy); not part of the tests
+# make bench  - benchmark scripts, then BENCHMARKS.md and plots (see below); not part of the tests
 # Both create the virtual environment in .venv on first use.
 
 PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 
-.PHONY: demo test bench venv clean cross-tools
+.PHONY: demo test bench bench-quick bench-report bench-deps venv clean cross-tools
 
 venv: $(VENV)/.installed
 
@@ -28,12 +28,25 @@ test: venv cross-tools
 cross-tools:
 	@sh tests/cross/install_tools.sh
 
-bench: venv
+# make bench        - every benchmark script (under 10 minutes on the 2-core Xeon), then
+#                     BENCHMARKS.md, its plots (docs/bench/*.png) and README's summary, from the
+#                     results they recorded (benchmarks/results/*.json); run it on a quiet machine
+# make bench-quick  - the same, small and fast, into build/bench-quick/ (the committed files untouched)
+# make bench-report - only rewrite the report from the recorded results
+bench-deps: venv
 	$(PY) -m pip install --quiet -e ".[test,bench]"
-	cd benchmarks && ../$(PY) overhead.py && ../$(PY) gemm.py && ../$(PY) seed_bmm.py && ../$(PY) dense.py --markdown dense_results.md && ../$(PY) pointwise.py && ../$(PY) quant.py && ../$(PY) tutorial.py
+
+bench: bench-deps
+	$(PY) benchmarks/report.py
+
+bench-quick: bench-deps
+	$(PY) benchmarks/report.py --quick
+
+bench-report: bench-deps
+	$(PY) benchmarks/report.py --compose-only
 
 clean:
-	rm -rf $(VENV) examples/build .pytest_cache
+	rm -rf $(VENV) examples/build .pytest_cache build/bench-quick
 
 # make fuzz      - the long reliability run: >= 10,000 programs fuzzed up to LLVM and
 #                  >= 1,000 differential cases (tests/fuzz/run_fuzz.py), valgrind memcheck,

@@ -23,6 +23,7 @@ import torch
 from numpy.lib.stride_tricks import as_strided
 
 import dsl
+import results
 from common import machine, table
 from common import interleaved
 from dense import HEADER, _markdown, _threads, rate_row
@@ -90,10 +91,13 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer samples")
     parser.add_argument("--markdown", help="also write the table, with machine and date, to this file")
+    results.add_json_option(parser)
     args = parser.parse_args()
     repeats = 3 if args.quick else 7
+    rec = results.start(args, repeats=repeats, threads=[1, 2], quick=args.quick, sampling="interleaved")
     found = rows([1, 2], repeats)
     print(f"\n{table(HEADER['GFLOP/s'], found)}")
+    rec.table("conv", "Convolutions, NHWC (dslc, numpy im2col) and NCHW (torch)", HEADER["GFLOP/s"], found)
     when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     if args.markdown:
         with open(args.markdown, "w") as f:

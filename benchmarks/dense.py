@@ -22,6 +22,7 @@ from numpy.lib.stride_tricks import as_strided
 from threadpoolctl import threadpool_limits
 
 import dsl
+import results
 from common import build, interleaved, machine, table
 
 GEMM = [(64, 64, 64), (256, 256, 256), (512, 512, 512), (1024, 1024, 1024), (2048, 2048, 2048),
@@ -168,8 +169,10 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="a few sizes, fewer samples")
     parser.add_argument("--markdown", help="also write the tables, with machine and date, to this file")
+    results.add_json_option(parser)
     args = parser.parse_args()
     repeats, threads = (3, [1, 2]) if args.quick else (7, [1, 2])
+    rec = results.start(args, repeats=repeats, threads=threads, quick=args.quick, sampling="interleaved")
     sections = [
         ("SGEMM, C = A @ B (dsl.ops.matmul)", "GFLOP/s", lambda: gemm_rows(QUICK_GEMM if args.quick else GEMM,
                                                                          threads, repeats)),
@@ -185,9 +188,10 @@ def main() -> int:
     when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     lines = [f"Machine: {machine()}; {when}; medians of {repeats} interleaved samples; "
              f"numpy {np.__version__}, torch {torch.__version__}.", ""]
-    for title, unit, rows_of in sections:
+    for key, (title, unit, rows_of) in zip(("sgemm", "batched", "seed", "matvec", "permute"), sections):
         rows = rows_of()
         print(f"\n{title}\n{table(HEADER[unit], rows)}", flush=True)
+        rec.table(key, title, HEADER[unit], rows)
         lines += [f"### {title}", "", _markdown(HEADER[unit], rows), ""]
     if args.markdown:
         with open(args.markdown, "w") as f:

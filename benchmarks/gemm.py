@@ -15,6 +15,7 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 import dsl
+import results
 from common import build, machine, median_seconds, table
 
 SIZES = [(64, 64, 64), (128, 128, 128), (256, 256, 256), (512, 512, 512), (1024, 1024, 1024),
@@ -47,11 +48,15 @@ def run(sizes, threads: list[int], repeats: int) -> list[list[str]]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="a few sizes, fewer repeats")
+    results.add_json_option(parser)
     args = parser.parse_args()
+    rec = results.start(args, repeats=3 if args.quick else 5, threads=[1, 2], quick=args.quick)
     sizes = QUICK if args.quick else SIZES
     rows = run(sizes, [1, 2], repeats=3 if args.quick else 5)
     print(f"GEMM f32, C = A @ B  ({machine()}; medians of {3 if args.quick else 5} samples)")
-    print(table(["M x K x N", "threads", "dslc GFLOP/s", "numpy GFLOP/s", "dslc/numpy", "rel err"], rows))
+    header = ["M x K x N", "threads", "dslc GFLOP/s", "numpy GFLOP/s", "dslc/numpy", "rel err"]
+    print(table(header, rows))
+    rec.table("gemm", "GEMM f32, C = A @ B (benchmarks/gemm.tk against numpy)", header, rows)
     return 0
 
 

@@ -82,6 +82,13 @@ def call_overhead(folder: Path, n_calls: int = 20000) -> tuple[float, float]:
 
 
 def main() -> int:
+    import argparse
+
+    import results
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    results.add_json_option(parser)
+    rec = results.start(parser.parse_args(), repeats=REPEATS)
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         sys.path.insert(0, str(folder))
@@ -92,6 +99,11 @@ def main() -> int:
     print(f"{'compile, cached on disk (s)':<34} {statistics.median(cached):>10.4f} {min(cached):>10.4f} {max(cached):>10.4f}")
     print(f"{'call overhead, saxpy N=1 (us)':<34} {per_call * 1e6:>10.2f}")
     print(f"{'numpy np.add N=1, for scale (us)':<34} {numpy_call * 1e6:>10.2f}")
+    rec.table("overhead", "Compile time and call overhead", ["measure", "median", "min", "max"], [
+        ["compile, cold (s)", f"{statistics.median(cold):.4f}", f"{min(cold):.4f}", f"{max(cold):.4f}"],
+        ["compile, cached on disk (s)", f"{statistics.median(cached):.4f}", f"{min(cached):.4f}", f"{max(cached):.4f}"],
+        ["call overhead, saxpy N=1 (us)", f"{per_call * 1e6:.2f}", "", ""],
+        ["numpy np.add N=1, for scale (us)", f"{numpy_call * 1e6:.2f}", "", ""]])
     return 0
 
 

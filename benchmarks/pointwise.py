@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 
 import dsl
+import results as bench_results  # `results` is a local name below
 from common import interleaved, machine, table
 
 TRIAD_C = r"""
@@ -180,16 +181,21 @@ def run(n: int, rows: int, threads: list[int], repeats: int) -> tuple[list[list[
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="smaller arrays, fewer repeats")
+    bench_results.add_json_option(parser)
     args = parser.parse_args()
     n, rows, repeats = ((1 << 22), 1024, 3) if args.quick else ((1 << 24), 4096, 5)
+    rec = bench_results.start(args, repeats=repeats, threads=[1, 2], quick=args.quick, elements=n)
     results, stream = run(n, rows, [1, 2], repeats)
     print(f"Pointwise f32, {n} elements ({machine()}; medians of {repeats} samples; a shared machine, "
           f"load average {os.getloadavg()[0]:.1f}; 1 thread timed by the calling thread's CPU time, "
           "2 threads by the wall clock)")
     print(table(["threads", "STREAM triad GB/s"], stream))
     print()
-    print(table(["op", "threads", "dslc", "numpy", "torch", "unit", "speedup vs torch (numpy)",
-                 "of triad", "triad bound"], results))
+    header = ["op", "threads", "dslc", "numpy", "torch", "unit", "speedup vs torch (numpy)", "of triad",
+              "triad bound"]
+    print(table(header, results))
+    rec.table("stream", f"STREAM triad (C, gcc -O3 -fopenmp), {n} elements", ["threads", "STREAM triad GB/s"], stream)
+    rec.table("ops", f"Pointwise f32, {n} elements", header, results)
     return 0
 
 

@@ -16,6 +16,7 @@ import sys
 import numpy as np
 
 import dsl
+import results
 from common import machine, median_seconds, table
 from ggml_ctypes import Ggml
 
@@ -64,19 +65,23 @@ def matvecs(ggml: Ggml, qtype: str, w: np.ndarray, threads: int, repeats: int) -
 def main(argv: list[str]) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="1024x1024 and fewer repeats")
+    results.add_json_option(parser)
     args = parser.parse_args(argv)
     size, repeats = (1024, 3) if args.quick else (4096, 5)
+    rec = results.start(args, repeats=repeats, threads=[1, 2], quick=args.quick, size=size)
     ggml = Ggml()
     w = np.random.default_rng(0).standard_normal((size, size)).astype(np.float32)
     print(f"# GGML formats, {size}x{size} f32 weights; {machine()}; medians of {repeats}")
     print("\n## quantize (ggml's reference, 1 thread; dslc on 1 and 2 threads) and dequantize (2 threads), ms\n")
     rows = [conversions(ggml, t, w, repeats) for t in TYPES]
-    print(table(["type", "ggml q", "dslc q 1t", "x", "dslc q 2t", "x", "same bytes", "ggml dq", "dslc dq", "x"],
-                rows))
+    header = ["type", "ggml q", "dslc q 1t", "x", "dslc q 2t", "x", "same bytes", "ggml dq", "dslc dq", "x"]
+    print(table(header, rows))
+    rec.table("convert", f"Quantize and dequantize, {size}x{size}, ms", header, rows)
     print("\n## matrix-vector product y = W x (x quantized each call, as ggml does), ms\n")
     rows = [matvecs(ggml, t, w, threads, repeats) for t in TYPES for threads in (1, 2)]
-    print(table(["type", "threads", "ggml L3", "dslc L3", "x", "ggml DRAM", "dslc DRAM", "x", "max rel diff"],
-                rows))
+    header = ["type", "threads", "ggml L3", "dslc L3", "x", "ggml DRAM", "dslc DRAM", "x", "max rel diff"]
+    print(table(header, rows))
+    rec.table("matvec", f"Matrix-vector product y = W x, {size}x{size}, ms", header, rows)
 
 
 if __name__ == "__main__":

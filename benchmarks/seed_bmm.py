@@ -18,6 +18,7 @@ from numba import njit, prange
 from threadpoolctl import threadpool_limits
 
 import dsl
+import results
 from common import build, machine, median_seconds, table
 
 # (batch of a, batch of b, I, K, J); a batch of 1 broadcasts against the other.
@@ -82,13 +83,17 @@ def run(cases, threads: list[int], repeats: int) -> list[list[str]]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="two cases, fewer repeats")
+    results.add_json_option(parser)
     args = parser.parse_args()
     repeats = 3 if args.quick else 5
     threads = sorted({1, numba.config.NUMBA_NUM_THREADS})
+    rec = results.start(args, repeats=repeats, threads=threads, quick=args.quick)
     rows = run(QUICK if args.quick else CASES, threads, repeats)
     print(f"Batched matmul f32, GFLOP/s  ({machine()}; medians of {repeats} samples)")
-    print(table(["batch a/b x I x K x J", "threads", "dslc seed as written", "dslc + contract(i)",
-                 "dslc index notation", "numba", "numpy"], rows))
+    header = ["batch a/b x I x K x J", "threads", "dslc seed as written", "dslc + contract(i)",
+              "dslc index notation", "numba", "numpy"]
+    print(table(header, rows))
+    rec.table("bmm", "Batched matmul f32, GFLOP/s", header, rows)
     return 0
 
 

@@ -20,6 +20,7 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 import dsl
+import results
 from common import build, machine, median_seconds, table
 
 STEPS = ["step1_naive", "step2_reorder", "step3_tile", "step4_parallel", "step5_contract"]
@@ -62,7 +63,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--size", type=int, default=512)
     parser.add_argument("--rounds", type=int, default=5)
+    results.add_json_option(parser)
     args = parser.parse_args()
+    rec = results.start(args, repeats=args.rounds, threads=[1, 2], size=args.size, sampling="interleaved rounds")
     n = args.size
     rng = np.random.default_rng(0)
     a, b = rng.standard_normal((n, n)).astype(np.float32), rng.standard_normal((n, n)).astype(np.float32)
@@ -76,7 +79,9 @@ def main() -> None:
     print(f"# {machine()}; M = K = N = {n}; GFLOP/s, median of {args.rounds} interleaved rounds")
     rows = [[name, f"{one[name]:.1f}", f"{two[name]:.1f}", f"{one[name] / one['numpy']:.2f}"]
             for name in fns]
-    print(table(["step", "1 thread", "2 threads", "vs numpy (1 thread)"], rows))
+    header = ["step", "1 thread", "2 threads", "vs numpy (1 thread)"]
+    print(table(header, rows))
+    rec.table("steps", f"The tutorial's steps, M = K = N = {n}, GFLOP/s", header, rows)
 
 
 if __name__ == "__main__":

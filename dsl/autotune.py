@@ -123,14 +123,19 @@ def _worker_env() -> dict:
 
 
 def terminal_progress(kernel: str):
-    """A progress line on stderr when it is a terminal; nothing otherwise."""
-    if not sys.stderr.isatty():
+    """`progress(done, total, best)` drawing a bar on stderr when it is a
+    terminal (`dsl.progress`: not with DSL_NO_PROGRESS); None otherwise."""
+    from .progress import Progress, wanted
+
+    if not wanted():
         return None
+    bar = Progress(f"autotune {kernel}", 0, enabled=True)
 
     def show(done: int, total: int, best: float | None) -> None:
         best_text = f", best {best * 1e3:.3f} ms" if best is not None else ""
-        end = "\n" if done >= total else ""
-        print(f"\rautotune {kernel}: {done}/{total} candidates{best_text}", end=end, file=sys.stderr, flush=True)
+        bar.update(done, f"candidates{best_text}", total)
+        if done >= total:
+            bar.close()
 
     return show
 

@@ -9,23 +9,34 @@ import click
 
 from dsl.grammar.diagnostics import CompileError
 
+from .cli_build import build_many, build_stdlib, compile_one, outputs_in, stdlib_files
 from .cli_tuning import parse_sizes, tune_file
 from .errors import InternalError
 from .options import CompileOptions, from_env
 from dsl.lowering.transforms.apply import PRINTABLE as SCHEDULE_PASSES
 
-from .pipeline import EMIT_CHOICES, STAGE_NAMES, compile_file
+from .pipeline import EMIT_CHOICES, STAGE_NAMES
 
 SUFFIX_TO_EMIT = {".so": "so", ".o": "obj", ".s": "asm", ".ll": "llvm"}
-TEXT_STAGES = ("ast", "typed", "loops", "schedule", "guard", "llvm", "asm")
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
-@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.argument("files", nargs=-1, type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path),
-              help="Write the result here (text stages print to stdout without -o).")
+              help="Write the result here (text stages print to stdout without -o). One input only.")
 @click.option("-H", "--header", type=click.Path(dir_okay=False, path_type=Path),
-              help="Also write a C header declaring the exported kernels.")
+              help="Also write a C header declaring the exported kernels. One input only.")
+@click.option("--out-dir", type=click.Path(file_okay=False, path_type=Path),
+              help="Build every input into DIR/<name>.so and its header DIR/<name>.h (other --emit "
+                   "stages: DIR/<name>.o, .s, .ll, .loops, ...); needed for several inputs, and "
+                   "instead of -o and -H.")
+@click.option("--stdlib", "stdlib", is_flag=True,
+              help="Build every standard-library module (stdlib/*.tk) instead of FILES: into the "
+                   "compile cache that dsl.ops loads from (so no first call pays a compile), or, "
+                   "with --out-dir, into DIR/<module>.so + .h.")
+@click.option("--no-progress", is_flag=True,
+              help="Never draw the progress bar (drawn only for several inputs or --stdlib, and only "
+                   "when stderr is a terminal; DSL_NO_PROGRESS=1 does the same).")
 @click.option("--emit", type=click.Choice(EMIT_CHOICES),
               help="Stop after this stage: ast, typed (kernel IR), loops (loop IR), schedule (after the "
                    "schedule directives), guard (bounds checks added), llvm, asm, obj or so. "
@@ -58,9 +69,9 @@ TEXT_STAGES = ("ast", "typed", "loops", "schedule", "guard", "llvm", "asm")
                    "sizes and build the fastest; the choice is cached. E.g. M=512,N=512,K=512.")
 @click.option("--autotune-budget", type=click.FloatRange(min=0.1), default=120.0, show_default=True,
               metavar="SECONDS", help="Time limit of the autotuning search, per kernel.")
-def main(file, output, header, emit, triple, cpu, features, isa, opt_level, include, print_after,
-         print_after_all, remarks, dump_dir, specialize, autotune, autotune_budget):
-    """Compile a kernel file (.tk) to a shared library, an object, assembly or IR.
+def main(files, output, header, out_dir, stdlib, no_progress, emit, triple, cpu, features, isa, opt_level,
+         include, print_after, print_after_all, remarks, dump_dir, specialize, autotune, autotune_budget):
+    """Compile kernel files (.tk) to shared libraries, objects, assembly or IR.
 
     \b
     Examples:
@@ -70,17 +81,20 @@ def main(file, output, header, emit, triple, cpu, features, isa, opt_level, incl
       dslc saxpy.tk --print-after-all -o saxpy.so
       dslc saxpy.tk --target aarch64-linux-gnu -o saxpy.so   # NEON, links with aarch64-linux-gnu-gcc
       dslc saxpy.tk --target x86_64 --isa avx2,baseline -o saxpy.so
+      dslc a.tk b.tk --out-dir build/        # build/a.so + build/a.h, build/b.so + ...
+      dslc --stdlib                          # the whole standard library, into the cache
 
     Each exported kernel returns int32: 0 on success, k > 0 when check k-1
     failed (sizes disagree, outputs overlap inputs, an index is out of bounds);
     the header lists the checks. Exit status: 0 ok, 1 errors in the program,
     2 bad usage, 3 internal compiler error.
     """
+    _check_inputs(files, output, header, out_dir, stdlib)
     emit = emit or SUFFIX_TO_EMIT.get(output.suffix if output else "", "so")
-    if emit == "obj" and output is None:
+    if emit == "obj" and output is None and out_dir is None:
         raise click.UsageError("--emit=obj writes a binary file: give -o FILE")
-    if emit == "so" and output is None:
-        output = Path(file.stem + ".so")
+    if emit == "so" and output is None and len(files) == 1 and out_dir is None:
+        output = Path(files[0].stem + ".so")
     if header is not None and emit in ("ast", "typed"):
         raise click.UsageError(f"-H needs the kernels lowered, but --emit={emit} stops before: "
                                "use --emit=loops or later")
@@ -95,10 +109,23 @@ def main(file, output, header, emit, triple, cpu, features, isa, opt_level, incl
                                    include_paths=tuple(include)))
     opts = opts.with_(specialize=tuple(sorted(parse_sizes(specialize, "--specialize").items())))
     tune_sizes = parse_sizes(autotune, "--autotune")
+
+    def tune(file: Path, file_opts: CompileOptions) -> CompileOptions:
+        return tune_file(file, file_opts, tune_sizes, autotune_budget) if tune_sizes else file_opts
+
+    # The bar would tangle with IR printed on stderr.
+    show_progress = not (no_progress or names or remarks)
+    if stdlib and out_dir is None:
+        if tune_sizes or opts.specialize or isa:
+            raise click.UsageError("--stdlib fills the cache dsl.ops loads from, for any sizes and this CPU: "
+                                   "--autotune, --specialize and --isa need --out-dir")
+        sys.exit(build_stdlib(opts, show_progress))
+    if stdlib or out_dir is not None:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        jobs = outputs_in(out_dir, stdlib_files() if stdlib else list(files), emit)
+        sys.exit(build_many(jobs, emit, opts, isa, tune, show_progress))
     try:
-        if tune_sizes:
-            opts = tune_file(file, opts, tune_sizes, autotune_budget)
-        _compile(file, output, header, emit, opts, isa)
+        compile_one(files[0], output, header, emit, tune(files[0], opts), isa)
     except CompileError as err:
         click.echo(err.render(), err=True)
         sys.exit(1)
@@ -108,6 +135,21 @@ def main(file, output, header, emit, triple, cpu, features, isa, opt_level, incl
     except OSError as err:
         click.echo(f"dslc: {err}", err=True)
         sys.exit(1)
+
+
+def _check_inputs(files: tuple[Path, ...], output, header, out_dir, stdlib: bool) -> None:
+    """One input with -o/-H, or several with --out-dir, or --stdlib alone."""
+    if stdlib and files:
+        raise click.UsageError("--stdlib builds the standard library: give no FILES with it")
+    if not stdlib and not files:
+        raise click.UsageError("missing FILE: give a .tk file (or several, with --out-dir), or --stdlib")
+    if out_dir is not None and (output is not None or header is not None):
+        raise click.UsageError("--out-dir names every output (DIR/<name>.so, DIR/<name>.h): drop -o and -H")
+    if len(files) > 1 and (output is not None or header is not None):
+        raise click.UsageError(f"-o and -H name one output, but {len(files)} inputs were given: "
+                               "use --out-dir DIR (DIR/<name>.so + DIR/<name>.h per input)")
+    if len(files) > 1 and out_dir is None:
+        raise click.UsageError(f"{len(files)} inputs: give --out-dir DIR (DIR/<name>.so + DIR/<name>.h per input)")
 
 
 def _check_print_after(names: set[str], emit: str) -> None:
@@ -172,48 +214,6 @@ def _check_isa(isa: str, emit: str, triple: str | None, cpu: str | None, feature
         check_isa_options(isa, triple, cpu, features)
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
-
-
-def _compile(file: Path, output: Path | None, header: Path | None, emit: str, opts: CompileOptions,
-             isa: str | None = None) -> None:
-    if isa is not None:
-        from .multi_isa import build_multi_isa
-
-        job = build_multi_isa(file, opts, isa, output)
-        if header is not None:
-            _write_header(job, header, file, multi_isa=True)
-        return
-    stop = "obj" if emit == "so" else emit
-    job = compile_file(file, opts, stop_after=stop)
-    if emit in TEXT_STAGES:
-        from .pipeline import STAGES
-
-        text = next(s for s in STAGES if s.name == emit).show(job)
-        _write_text(output, text)
-    elif emit == "obj":
-        output.write_bytes(job.obj)
-    else:
-        from dsl.backends.link import link_shared
-
-        link_shared(job.obj, output, job.target)
-    if header is not None:
-        _write_header(job, header, file)
-
-
-def _write_text(output: Path | None, text: str) -> None:
-    if output is None:
-        click.echo(text.rstrip("\n"))
-    else:
-        output.write_text(text if text.endswith("\n") else text + "\n")
-
-
-def _write_header(job, header: Path, file: Path, multi_isa: bool = False) -> None:
-    from dsl.backends.header import header_text
-
-    if job.program is None:
-        raise click.UsageError("-H needs the kernels to be lowered: use --emit=loops or later")
-    guard = "".join(c if c.isalnum() else "_" for c in header.name.upper())
-    header.write_text(header_text(list(job.program.kernels), guard, multi_isa))
 
 
 if __name__ == "__main__":

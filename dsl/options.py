@@ -1,7 +1,8 @@
 """`CompileOptions`: everything that steers one compile, read once at the edge.
 
 Environment variables (`DSL_PRINT_AFTER`, `DSL_REMARKS`, `DSL_DUMP_DIR`, `DSL_CACHE_DIR`,
-`DSL_INTERPRET`, `DSL_DEBUG`) are read here, by `from_env`, and nowhere else.
+`DSL_INTERPRET`, `DSL_DEBUG`) are read here, by `from_env`, and nowhere else
+(`DSL_NO_PROGRESS`, which steers no compile, by `progress_disabled`).
 """
 
 from __future__ import annotations
@@ -68,6 +69,11 @@ def from_env(base: CompileOptions | None = None, environ=os.environ) -> CompileO
     if environ.get("DSL_NO_CACHE") and _flag(environ.get("DSL_NO_CACHE")):
         changes["use_cache"] = False
     return replace(opts, **changes)
+
+
+def progress_disabled(environ=os.environ) -> bool:
+    """DSL_NO_PROGRESS=1: no progress bar (dsl.progress), even on a terminal."""
+    return _flag(environ.get("DSL_NO_PROGRESS"))
 
 
 def default_cache_dir(opts: CompileOptions) -> Path:

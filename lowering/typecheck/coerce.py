@@ -78,9 +78,16 @@ def retype(te: TExpr, target: ScalarType, bag: DiagnosticBag, span: Span | None)
     return ir.Const(as_float, target, expr.span)
 
 
+# Rounding to nearest-even sends a value to infinity from halfway between the
+# largest finite float and the next power of two: 3.4028235e38, the shortest
+# decimal for f32's max, is above the max itself but rounds down to it.
+_F32_ROUNDS_TO_INF = 2.0**128 - 2.0**103
+
+
 def _overflows(value: float, target: ScalarType) -> bool:
-    limit = 3.4028234663852886e38 if target.bits == 32 else 1.7976931348623157e308
-    return math.isfinite(value) and abs(value) > limit
+    if target.bits != 32:
+        return False  # a finite Python float is a finite f64
+    return math.isfinite(value) and abs(value) >= _F32_ROUNDS_TO_INF
 
 
 def coerce(te: TExpr | None, target: ScalarType, bag: DiagnosticBag, span: Span | None, what: str) -> ir.Expr | None:

@@ -45,7 +45,8 @@ def test_help_documents_every_option():
     result = dslc("--help")
     assert result.exit_code == 0
     for option in ("--emit", "--target", "-O", "--cpu", "--features", "-H", "--header", "-o",
-                   "--print-after", "--print-after-all", "--remarks", "--dump-dir"):
+                   "--print-after", "--print-after-all", "--remarks", "--dump-dir", "--out-dir", "--stdlib",
+                   "--no-progress"):
         assert option in result.stdout, option
     for stage in ("ast", "typed", "loops", "llvm", "asm", "obj", "so"):
         assert stage in result.stdout, stage

@@ -8,6 +8,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+import dsl
+from dsl.backends.link import link_shared
+from dsl.options import CompileOptions
+from dsl.pipeline import compile_file
+
 
 from tk_program import errors, run, typed
 
@@ -108,6 +113,28 @@ def test_weak_literals_take_the_other_operand_type():
 def test_literal_that_does_not_fit_is_an_error():
     message = errors(body("oi32[i] = a32[i] + 3000000000"))
     assert "integer literal 3000000000 does not fit in i32" in message
+
+
+@pytest.mark.parametrize("literal", ["3.4028235e38", "-3.4028235e38", "3.4028234663852886e38"])
+def test_f32_max_literal_is_accepted_and_rounds_to_the_f32_max(literal, tmp_path):
+    """3.4028235e38, the shortest decimal of f32's max, lies above the max
+    itself but rounds to it; only values that round to infinity are refused."""
+    program = f"def k(out: f32[N]):\n    for i in range(N):\n        out[i] = {literal}\n"
+    out = np.zeros(3, np.float32)
+    run(program, out=out)
+    assert (out == np.float32(literal)).all() and np.isfinite(out).all()
+    (tmp_path / "lit.tk").write_text(program)
+    job = compile_file(tmp_path / "lit.tk", CompileOptions(), stop_after="obj")
+    native = np.zeros(3, np.float32)
+    dsl.load(link_shared(job.obj, tmp_path / "lit.so", job.target)).k(native)
+    assert (native == out).all()
+
+
+@pytest.mark.parametrize("literal, column", [("-1e39", 18), ("3.4028236e38", 18), ("-3.40282357e38", 18)])
+def test_f32_literal_that_rounds_to_infinity_is_a_located_error(literal, column):
+    message = errors(f"def k(out: f32[N]):\n    for i in range(N):\n        out[i] = {literal}\n")
+    assert f"t.tk:3:{column}: error: literal" in message and "is too large for f32" in message
+    assert "^" in message
 
 
 @pytest.mark.parametrize("expr, expected", [
