@@ -64,6 +64,11 @@ class Library:
             fast = fastcall_function(name, self._address(f"{name}__fastcall")) if has_table else None
             self._callers[name] = Caller(spec, packed, owner=self._dll, numpy_address=self._address(f"{name}__numpy"),
                                          fastcall=fast)
+            # An instance attribute too, unless it would hide a method: found
+            # by the ordinary lookup, a call skips __getattr__, which Python
+            # reaches only after a failed lookup has raised (~1 us).
+            if not hasattr(type(self), name) and name not in self.__dict__:
+                self.__dict__[name] = self._callers[name]
 
     def _function(self, symbol: str, restype, argtypes):
         try:
