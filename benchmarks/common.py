@@ -28,16 +28,33 @@ def median_seconds(fn, repeats: int, min_time: float = 0.05) -> float:
     return interleaved({"fn": fn}, repeats, min_time)["fn"]
 
 
-def interleaved(fns: dict, repeats: int, min_time: float = 0.05, clock=time.perf_counter) -> dict:
+# Idle time before each multi-threaded sample. On two cores, the thread pools
+# of the library timed just before (OpenBLAS, torch's OpenMP, ours) keep
+# spinning for tens of milliseconds after their last call and take a core:
+# interleaved at 2 threads, 256^3 ran at 39-72 GFLOP/s (dslc) and 37-75
+# (torch), against 148-178 after 0.1 s of idle time, the speed each reaches
+# when it runs alone.
+SETTLE = 0.1
+WARM_CALLS = 3
+
+
+def interleaved(fns: dict, repeats: int, min_time: float = 0.05, clock=time.perf_counter,
+                settle: float = 0.0) -> dict:
     """Median seconds per call of each function; the samples alternate, so a
     change in the machine's state hits every function alike. `clock` may be
     `time.thread_time` for single-threaded calls on a shared machine: the
-    time slices other processes take are then not counted."""
+    time slices other processes take are then not counted. `settle`: seconds
+    of idle time (then a few untimed calls) before each sample, for
+    multi-threaded calls (see SETTLE)."""
     for fn in fns.values():
         fn()
     samples: dict = {name: [] for name in fns}
     for _ in range(repeats):
         for name, fn in fns.items():
+            if settle:
+                time.sleep(settle)
+                for _ in range(WARM_CALLS):
+                    fn()
             calls, start = 0, clock()
             while True:
                 fn()
@@ -48,6 +65,11 @@ def interleaved(fns: dict, repeats: int, min_time: float = 0.05, clock=time.perf
             samples[name].append(elapsed / calls)
     _count_case()
     return {name: statistics.median(s) for name, s in samples.items()}
+
+
+def settle_for(threads: int) -> float:
+    """The `settle` of `interleaved` for calls on `threads` threads."""
+    return SETTLE if threads > 1 else 0.0
 
 
 def _count_case() -> None:

@@ -25,7 +25,7 @@ from numpy.lib.stride_tricks import as_strided
 import dsl
 import results
 from common import machine, table
-from common import interleaved
+from common import interleaved, settle_for
 from dense import HEADER, _markdown, _threads, rate_row
 
 F = torch.nn.functional
@@ -82,7 +82,7 @@ def rows(threads: list[int], repeats: int) -> list[list[str]]:
         flops, fns = case_functions(case)
         for t in threads:
             with _threads(t):
-                out.append(rate_row(case[0], t, flops, interleaved(fns, repeats)))
+                out.append(rate_row(case[0], t, flops, interleaved(fns, repeats, settle=settle_for(t))))
             print(table(HEADER["GFLOP/s"], out[-1:]).splitlines()[-1], flush=True)
     return out
 

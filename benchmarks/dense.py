@@ -23,7 +23,7 @@ from threadpoolctl import threadpool_limits
 
 import dsl
 import results
-from common import build, interleaved, machine, table
+from common import build, interleaved, machine, settle_for, table
 
 GEMM = [(64, 64, 64), (256, 256, 256), (512, 512, 512), (1024, 1024, 1024), (2048, 2048, 2048),
         (512, 3584, 3584), (17, 17, 17), (77, 77, 77), (129, 129, 129), (1000, 1000, 1000)]
@@ -55,7 +55,8 @@ def gemm_rows(sizes, threads, repeats) -> list[list[str]]:
             with _threads(t):
                 s = interleaved({"dslc": lambda: dsl.ops.matmul(a, b, out=c),
                                  "numpy": lambda: np.matmul(a, b, out=c),
-                                 "torch": lambda: torch.matmul(ta, tb, out=tc)}, repeats)
+                                 "torch": lambda: torch.matmul(ta, tb, out=tc)}, repeats,
+                             settle=settle_for(t))
             label = f"{m}x{k}x{n}" + (f" {layout[0]}" if layout else "")
             rows.append(rate_row(label, t, 2.0 * m * n * k, s))
     return rows
@@ -70,7 +71,8 @@ def batched_rows(threads, repeats) -> list[list[str]]:
     for t in threads:
         with _threads(t):
             s = interleaved({"dslc": lambda: dsl.ops.matmul(a, b, out=c), "numpy": lambda: np.matmul(a, b, out=c),
-                             "torch": lambda: torch.matmul(ta, tb, out=tc)}, repeats)
+                             "torch": lambda: torch.matmul(ta, tb, out=tc)}, repeats,
+                             settle=settle_for(t))
         rows.append(rate_row("(1,128,256)@(64,256,128)", t, 2.0 * 64 * 128 * 128 * 256, s))
     return rows
 
@@ -106,7 +108,8 @@ def seed_rows(threads, repeats) -> list[list[str]]:
         for t in threads:
             with _threads(t):
                 s = interleaved({"dslc": fn, "numpy": lambda: np.einsum(SEED, a, b, optimize=True),
-                                 "torch": lambda: torch.einsum(SEED, ta, tb)}, repeats)
+                                 "torch": lambda: torch.einsum(SEED, ta, tb)}, repeats,
+                             settle=settle_for(t))
             rows.append(rate_row(label, t, 2.0 * 32 ** 5 * 8, s))
     return rows
 
@@ -121,7 +124,8 @@ def matvec_rows(threads, repeats) -> list[list[str]]:
         for t in threads:
             with _threads(t):
                 s = interleaved({"dslc": lambda: dsl.ops.matvec(a, x, out=y), "numpy": lambda: np.matmul(a, x, out=y),
-                                 "torch": lambda: torch.mv(ta, tx, out=ty)}, repeats)
+                                 "torch": lambda: torch.mv(ta, tx, out=ty)}, repeats,
+                             settle=settle_for(t))
             rows.append(rate_row(f"matvec {n}x{n}", t, 4.0 * n * (n + 2), s))
     return rows
 
@@ -138,7 +142,8 @@ def permute_rows(threads, repeats) -> list[list[str]]:
             with _threads(t):
                 s = interleaved({"dslc": lambda: dsl.ops.permute(x, axes, out=out),
                                  "numpy": lambda: np.copyto(out, x.transpose(axes)),
-                                 "torch": lambda: tout.copy_(tx.permute(axes))}, repeats)
+                                 "torch": lambda: tout.copy_(tx.permute(axes))}, repeats,
+                             settle=settle_for(t))
             rows.append(rate_row(f"permute {x.shape} {axes}", t, 2.0 * x.nbytes, s))
     return rows
 

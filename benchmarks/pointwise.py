@@ -25,7 +25,7 @@ import numpy as np
 
 import dsl
 import results as bench_results  # `results` is a local name below
-from common import interleaved, machine, table
+from common import interleaved, machine, settle_for, table
 
 TRIAD_C = r"""
 #include <omp.h>
@@ -164,7 +164,7 @@ def run(n: int, rows: int, threads: list[int], repeats: int) -> tuple[list[list[
         for name, unit, amount, traffic, impls in bench:
             # 1 thread: the calling thread's CPU time (every library computes on it), which
             # other processes' time slices on this shared machine do not inflate.
-            times = interleaved(impls, repeats, clock=clock)
+            times = interleaved(impls, repeats, clock=clock, settle=settle_for(t))
             row = [name, t]
             for impl in ("dslc", "numpy", "torch"):
                 sec = times.get(impl)
