@@ -75,7 +75,9 @@ def make_plots(found: dict[str, dict], out_dir: Path, specs=SPECS) -> dict[str, 
 
 def _draw(plt, spec: PlotSpec, rows: list[dict], reference: dict, path: Path) -> None:
     panels = sorted({r.get("threads", "") for r in rows}, key=lambda t: number(t) or 0)
-    fig, axes = plt.subplots(1, len(panels), figsize=(6.4 * len(panels), 4.4), squeeze=False, sharey=True)
+    # Each panel scaled on its own: with shared axes, set_ylim(bottom=0) on the
+    # first froze the top at its data and cut the 2-thread lines off.
+    fig, axes = plt.subplots(1, len(panels), figsize=(6.4 * len(panels), 4.4), squeeze=False)
     for ax, threads in zip(axes[0], panels):
         mine = [r for r in rows if r.get("threads", "") == threads]
         (_lines if spec.kind == "lines" else _bars)(ax, spec, mine)
