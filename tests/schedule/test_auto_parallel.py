@@ -99,3 +99,26 @@ def test_verifier_rejects_a_condition_on_a_serial_loop():
     bad = replace(kernel, body=replace_loop(kernel.body, loop, [replace(loop, kind="serial")]))
     with pytest.raises(VerifyError, match="only a parallel loop has a `when` condition"):
         verify(bad, "loops")
+
+
+BLOCKED = """
+@options(reassociate=True)
+def block_sums(x: f32[O, R], out: f32[O]):
+    for o in range(O):
+        total = f64(0.0)
+        for b in range(0, R, 1024):
+            part = 0.0
+            for r in range(b, min(b + 1024, R)):
+                part += x[o, r]
+            total += f64(part)
+        out[o] = f32(total)
+"""
+
+
+def test_a_block_loop_counts_its_block(capsys):
+    """range(b, min(b + 1024, R)) weighs 1024 iterations, not 1: 64 rows of
+    2^18 elements are enough work for threads (they were estimated at 16K
+    accesses, below MIN_WORK, and a 16M-element sum ran on one thread)."""
+    compile_text(BLOCKED, "schedule", remarks=True)
+    err = capsys.readouterr().err
+    assert "loop 'o': parallel on all threads when its work (~max(O, 0) * max(max(R, 0) // 1024 * 1024" in err
