@@ -90,7 +90,7 @@ def _plain_2d(a, b, out) -> np.ndarray | None:
     two matrices of one native float dtype that agree, no `out` or a fresh
     one. None when anything else is asked, for the general path to handle.
     (numpy's `aligned` flag also says every stride is a whole number of
-    elements.) 17^3 costs 2.5 us here, against 7.8 before these steps were cut."""
+    elements.) A 17^3 call costs 3.2 us here (numpy: 1.9), against 7.8 before."""
     if type(a) is not np.ndarray or type(b) is not np.ndarray or a.ndim != 2 or b.ndim != 2:
         return None
     dtype = a.dtype
