@@ -22,7 +22,7 @@ demo: venv
 	$(PY) examples/run_examples.py
 
 test: venv cross-tools
-	$(PY) -m pytest
+	$(PY) -m pytest -n auto
 
 # Idempotent and quiet when installed; without apt or root tests/cross skips and says why.
 cross-tools:

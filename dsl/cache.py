@@ -9,6 +9,8 @@ detected, deleted and rebuilt, never loaded.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import functools
 import hashlib
 import json
@@ -72,6 +74,35 @@ class DiskCache:
             except OSError:
                 pass
         return None
+
+    def get_or_build(self, key: str, build) -> Path:
+        """The entry for `key`, built by `build(path)` if it is missing.
+
+        Processes that miss the same key at once (pytest-xdist workers, a
+        pool of Dask workers) build it once: the builder holds a lock file
+        beside the entry, and the others wait for it, then find the entry.
+        """
+        found = self.lookup(key)
+        if found is not None:
+            return found
+        with self._build_lock(key):
+            return self.lookup(key) or self.store(key, build)
+
+    @contextlib.contextmanager
+    def _build_lock(self, key: str):
+        lib, _ = self.paths(key)
+        try:
+            for folder in (self.root, lib.parent):  # root first: parents=True would not make it private
+                folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+            fd = os.open(lib.parent / f"{key}.lock", os.O_CREAT | os.O_RDWR, 0o600)
+        except OSError:  # an unwritable cache: store() builds privately, unlocked
+            yield
+            return
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)  # releases the lock; the empty lock file stays for the next builder
 
     def store(self, key: str, build) -> Path:
         """Call `build(path)` to write the library to a temp path, then publish it.

@@ -166,7 +166,7 @@ class Kernel:
             return build(Path(tempfile.mkdtemp(prefix="dslc-")) / f"{self.name}.so")
         key = self._cache_key(o)
         cache = DiskCache(options_mod.default_cache_dir(o))
-        return (None if _shows_ir(o) else cache.lookup(key)) or cache.store(key, build)
+        return cache.store(key, build) if _shows_ir(o) else cache.get_or_build(key, build)
 
     def _build(self, path: Path, options: options_mod.CompileOptions | None = None) -> Path:
         from dsl.backends.link import link_shared

@@ -1,5 +1,6 @@
 """Shared test fixtures: golden files and the `--update-golden` switch."""
 
+import os
 from pathlib import Path
 
 import pytest
@@ -38,5 +39,7 @@ def golden(request) -> Golden:
 
 @pytest.fixture(autouse=True)
 def _private_cache(tmp_path_factory, monkeypatch):
-    """Tests never share the user's compile cache."""
-    monkeypatch.setenv("DSL_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "dsl-cache"))
+    """Tests never share the user's compile cache; pytest-xdist's workers share
+    the run's (the cache's per-entry lock has each kernel compiled once)."""
+    base = tmp_path_factory.getbasetemp()
+    monkeypatch.setenv("DSL_CACHE_DIR", str((base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "dsl-cache"))

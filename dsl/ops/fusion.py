@@ -144,7 +144,7 @@ def _build_cached(source: str) -> Path:
     if not opts.use_cache:
         return _build(source, opts, Path(tempfile.mkdtemp(prefix="dslc-")) / "fused.so")
     cache = DiskCache(options_mod.default_cache_dir(opts))
-    return cache.lookup(key) or cache.store(key, lambda path: _build(source, opts, path))
+    return cache.get_or_build(key, lambda path: _build(source, opts, path))
 
 
 def _build(source: str, opts: options_mod.CompileOptions, path: Path) -> Path:

@@ -44,7 +44,7 @@ def _load(text: str, name: str) -> Library:
         build = lambda path: _build(text, name, opts, path)  # noqa: E731
         if opts.use_cache:
             cache = DiskCache(options_mod.default_cache_dir(opts))
-            path = cache.lookup(key) or cache.store(key, build)
+            path = cache.get_or_build(key, build)
         else:
             path = build(Path(tempfile.mkdtemp(prefix="dslc-")) / f"{name}.so")
         lib = _loaded[key] = Library(path)

@@ -69,7 +69,7 @@ def stdlib_library(name: str, options: options_mod.CompileOptions | None = None)
             return lib
         if opts.use_cache:
             cache = DiskCache(options_mod.default_cache_dir(opts))
-            path = cache.lookup(key) or cache.store(key, lambda p: _build(name, opts, p))
+            path = cache.get_or_build(key, lambda p: _build(name, opts, p))
         else:
             path = _build(name, opts, Path(tempfile.mkdtemp(prefix="dslc-")) / f"{name}.so")
         lib = Library(path)

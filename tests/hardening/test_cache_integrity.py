@@ -6,6 +6,7 @@ import hashlib
 import os
 import stat
 import subprocess
+import time
 import sys
 from pathlib import Path
 
@@ -77,3 +78,23 @@ def test_unusable_cache_directory_falls_back_with_a_warning(tmp_path, monkeypatc
     with pytest.warns(RuntimeWarning, match="cannot use the compile cache"):
         no_cache(np.arange(4, dtype=np.float32), out)
     np.testing.assert_array_equal(out, [0, 2, 4, 6])
+
+
+def test_a_missing_entry_is_built_once_by_concurrent_callers(tmp_path):
+    from concurrent.futures import ThreadPoolExecutor
+
+    from dsl.cache import DiskCache
+
+    builds = []
+
+    def build(path: Path) -> Path:
+        builds.append(path)
+        time.sleep(0.2)  # long enough that every caller misses the entry before it is published
+        path.write_bytes(b"library")
+        return path
+
+    cache = DiskCache(tmp_path / "cache")  # each call locks through its own file descriptor, as processes do
+    with ThreadPoolExecutor(4) as pool:
+        paths = list(pool.map(lambda _: cache.get_or_build("ab" * 32, build), range(4)))
+    assert len(builds) == 1
+    assert len(set(paths)) == 1 and paths[0].read_bytes() == b"library"
