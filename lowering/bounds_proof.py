@@ -121,7 +121,7 @@ def _upper(e: ir.Expr) -> Linear | None:
 def provably_in_bounds(index: ir.Expr, size: ir.Expr, loops: list[LoopRange]) -> bool:
     if _quant_block_index(index, size, loops):
         return True
-    span = _bit_range(index)
+    span = _const_range(index, loops)
     if span is not None and isinstance(size, ir.Shape) and isinstance(size.tensor.dims[size.axis], int):
         return span[0] >= 0 and span[1] < size.tensor.dims[size.axis]
     form, bound = linear(index), linear(size)
@@ -148,23 +148,43 @@ def _undivide(form: Linear) -> Linear:
     return out
 
 
-def _bit_range(e: ir.Expr) -> tuple[int, int] | None:
+def _const_range(e: ir.Expr, loops: list[LoopRange]) -> tuple[int, int] | None:
     """Constant bounds of index arithmetic on masked bits (`x & 7`, `(x & 7) >> 1`,
-    `32 * (j & 1) + 4`), whatever x is: the in-block indices of quantized views."""
+    `32 * (j & 1) + 4`, whatever x is: the in-block indices of quantized views)
+    and on loops of constant range (`2 + l // 4` for l in range(8))."""
     match e:
         case ir.Const(value) if isinstance(value, int) and not isinstance(value, bool):
             return value, value
+        case ir.Var(sym) if sym.role == "loop":
+            return _loop_range(sym, loops)
         case ir.Binary("&", _, ir.Const(mask)) if mask >= 0:
             return 0, mask  # two's complement: no bit beyond the mask survives
-        case ir.Binary(">>", a, ir.Const(bits)) if bits >= 0:
-            r = _bit_range(a)
-            return None if r is None or r[0] < 0 else (r[0] >> bits, r[1] >> bits)
+        case ir.Binary(">>" | "//" | "%" as op, a, ir.Const(c)) if c >= (0 if op == ">>" else 1):
+            r = _const_range(a, loops)
+            if r is None or r[0] < 0:
+                return None
+            if op == "%":
+                return (r[0], r[1]) if r[1] < c else (0, c - 1)
+            return (r[0] >> c, r[1] >> c) if op == ">>" else (r[0] // c, r[1] // c)
         case ir.Binary("+", a, b):
-            ra, rb = _bit_range(a), _bit_range(b)
+            ra, rb = _const_range(a, loops), _const_range(b, loops)
             return None if ra is None or rb is None else (ra[0] + rb[0], ra[1] + rb[1])
-        case ir.Binary("*", a, ir.Const(c)) if c >= 0:
-            r = _bit_range(a)
+        case ir.Binary("-", a, b):
+            ra, rb = _const_range(a, loops), _const_range(b, loops)
+            return None if ra is None or rb is None else (ra[0] - rb[1], ra[1] - rb[0])
+        case ir.Binary("*", a, ir.Const(c)) | ir.Binary("*", ir.Const(c), a) if c >= 0:
+            r = _const_range(a, loops)
             return None if r is None else (r[0] * c, r[1] * c)
+    return None
+
+
+def _loop_range(sym: ir.Sym, loops: list[LoopRange]) -> tuple[int, int] | None:
+    for loop in loops:
+        if loop.var is sym:
+            low, high = _bounds(loop)
+            if low is None or high is None or set(low) != {1} or set(high) != {1}:
+                return None
+            return low[1], high[1]
     return None
 
 

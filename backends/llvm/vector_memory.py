@@ -5,8 +5,11 @@ Each index is split into a scalar part and a lane part: `s + ramp(b, k, L)` is
 access whose innermost index steps by 1 across lanes, the others not at all,
 into a tensor whose innermost stride is the constant 1 (the `__unit` body, see
 versions.py) touches L adjacent elements: one `load <L x T>` / `store <L x T>`,
-or `llvm.masked.load` / `llvm.masked.store` under a mask. Anything else uses
-`llvm.masked.gather` / `llvm.masked.scatter` (the scatter writes lanes in
+or `llvm.masked.load` / `llvm.masked.store` under a mask. An unmasked load whose
+innermost index moves by constants per lane, not by 1 (`s[2 + l // 4]`: the
+lanes' scale of a quantized block), reads the window of elements between
+its first and last lane, which are in bounds, with one load and a shuffle.
+Anything else uses `llvm.masked.gather` / `llvm.masked.scatter` (the scatter writes lanes in
 increasing order, so on a collision the highest lane wins, as in the
 interpreter) on the addresses base + lane offsets, where the lane offsets of
 ramps, (0, k, ...) * stride, do not change inside the loop (LLVM hoists them).
@@ -45,7 +48,14 @@ def vector_load(cx: FunctionContext, e: Load, emit: Emit) -> ir.Value:
     contiguous, ptr = _address(cx, t, e.indices, lanes, emit, masked=e.mask is not None)
     mask = _mask(cx, e.mask, lanes, emit)
     passthru = ir.Constant(vty, None)
-    if contiguous and mask is None:
+    window = None if contiguous or mask is not None else _window(cx, t, e.indices, lanes, emit)
+    if window is not None:
+        first, offsets = window
+        span = ir.VectorType(mem_type(dtype), max(offsets) + 1)
+        loaded = cx.builder.load(first, typ=span, align=dtype.itemsize)
+        pick = ir.Constant(ir.VectorType(I32, lanes), [int_const(I32, o) for o in offsets])
+        raw = cx.builder.shuffle_vector(loaded, ir.Constant(span, None), pick)
+    elif contiguous and mask is None:
         raw = cx.builder.load(ptr, typ=vty, align=dtype.itemsize)
     elif contiguous:
         raw = _masked_call(cx, "load", vty, [ptr, mask, passthru], dtype.itemsize)
@@ -99,6 +109,68 @@ def ramp_parts(e: Expr) -> tuple[tuple[Expr, ...], int] | None:
                 scale = Const(c, x.type)
                 return tuple(Binary("*", s, scale, s.type) for s in parts[0]), parts[1] * int(c)
     return None
+
+
+_WINDOW_MAX = 64  # elements: beyond, a gather touches less memory
+
+
+def lane_constants(e: Expr, lanes: int) -> tuple[tuple[Expr, ...], tuple[int, ...]] | None:
+    """(scalars, offsets) when `e` is sum(scalars) + offsets[lane] with constant
+    offsets, else None. Beyond `ramp_parts`, lanes computed from constant ramps
+    alone by `//`, `%`, `>>`, `&` with a constant (on non-negative lanes) count:
+
+    >>> lane_constants(Binary("//", Ramp(Const(0), 1, 8), Const(4)), 8)   # doctest: +SKIP
+    ((), (0, 0, 0, 0, 1, 1, 1, 1))
+    """
+    if lanes_of(e) == 1:
+        return (e,), (0,) * lanes
+    match e:
+        case Ramp(base=Const(value=int() as b), stride=k):
+            return (), tuple(b + k * i for i in range(lanes))
+        case Ramp(base=base, stride=k):
+            return (base,), tuple(k * i for i in range(lanes))
+        case Broadcast(value=value):
+            return (value,), (0,) * lanes
+        case Binary(op="+" | "-" as op, lhs=lhs, rhs=rhs):
+            a, b = lane_constants(lhs, lanes), lane_constants(rhs, lanes)
+            if a is None or b is None:
+                return None
+            sign = 1 if op == "+" else -1
+            right = b[0] if sign == 1 else tuple(Unary("neg", x, x.type) for x in b[0])
+            return (*a[0], *right), tuple(x + sign * y for x, y in zip(a[1], b[1]))
+        case Binary(op="*", lhs=Const(value=int() as c), rhs=x) | Binary(op="*", lhs=x, rhs=Const(value=int() as c)):
+            parts = lane_constants(x, lanes)
+            if parts is not None:
+                scale = Const(c, x.type)
+                return tuple(Binary("*", s, scale, s.type) for s in parts[0]), tuple(o * c for o in parts[1])
+        case Binary(op="//" | "%" | ">>" | "&" as op, lhs=lhs, rhs=Const(value=int() as c)) if c > 0:
+            parts = lane_constants(lhs, lanes)
+            if parts is None or parts[0] or min(parts[1]) < 0:
+                return None
+            fold = {"//": lambda o: o // c, "%": lambda o: o % c, ">>": lambda o: o >> c, "&": lambda o: o & c}[op]
+            return (), tuple(fold(o) for o in parts[1])
+    return None
+
+
+def _window(cx: FunctionContext, t: TensorArgs, indices: tuple[Expr, ...], lanes: int,
+            emit: Emit) -> tuple[ir.Value, tuple[int, ...]] | None:
+    """(address of the window's first element, each lane's offset in it) for a
+    load whose innermost index moves by constants per lane and the others not
+    at all, at innermost stride 1; None otherwise. Every element of the window
+    lies between two elements the lanes read, in the same row."""
+    stride = t.strides[-1] if t.strides else None
+    if not (isinstance(stride, ir.Constant) and stride.constant == 1):
+        return None
+    outer = [ramp_parts(i) for i in indices[:-1]]
+    inner = lane_constants(indices[-1], lanes)
+    if inner is None or any(p is None or p[1] != 0 for p in outer):
+        return None
+    low, high = min(inner[1]), max(inner[1])
+    if low == high or high - low >= _WINDOW_MAX:
+        return None
+    firsts = [_sum(cx, [emit(cx, x) for x in scalars]) for scalars, _ in outer]
+    start = [emit(cx, x) for x in inner[0]] + [int_const(I64, low)]
+    return element_pointer(cx, t, [*firsts, _sum(cx, start)], inbounds=True), tuple(o - low for o in inner[1])
 
 
 def _combine(a, b, sign: int) -> tuple[tuple[Expr, ...], int] | None:
