@@ -74,12 +74,12 @@ def main(argv: list[str]) -> None:
     print(f"# GGML formats, {size}x{size} f32 weights; {machine()}; medians of {repeats}")
     print("\n## quantize (ggml's reference, 1 thread; dslc on 1 and 2 threads) and dequantize (2 threads), ms\n")
     rows = [conversions(ggml, t, w, repeats) for t in TYPES]
-    header = ["type", "ggml q", "dslc q 1t", "x", "dslc q 2t", "x", "same bytes", "ggml dq", "dslc dq", "x"]
+    header = ["type", "ggml q", "dslc q 1t", "x 1t", "dslc q 2t", "x 2t", "same bytes", "ggml dq", "dslc dq", "x dq"]
     print(table(header, rows))
     rec.table("convert", f"Quantize and dequantize, {size}x{size}, ms", header, rows)
     print("\n## matrix-vector product y = W x (x quantized each call, as ggml does), ms\n")
     rows = [matvecs(ggml, t, w, threads, repeats) for t in TYPES for threads in (1, 2)]
-    header = ["type", "threads", "ggml L3", "dslc L3", "x", "ggml DRAM", "dslc DRAM", "x", "max rel diff"]
+    header = ["type", "threads", "ggml L3", "dslc L3", "x L3", "ggml DRAM", "dslc DRAM", "x DRAM", "max rel diff"]
     print(table(header, rows))
     rec.table("matvec", f"Matrix-vector product y = W x, {size}x{size}, ms", header, rows)
 

@@ -56,8 +56,12 @@ class Recorder:
         }
 
     def table(self, key: str, title: str, columns: list[str], rows: list[list], note: str = "") -> None:
-        """Record one table (its cells as printed) and write the file."""
+        """Record one table (its cells as printed) and write the file. Rows are
+        recorded by column name, so the names must differ."""
         columns = [str(c) for c in columns]
+        repeated = sorted({c for c in columns if columns.count(c) > 1})
+        if repeated:
+            raise ValueError(f"table {key!r}: column names {repeated} repeat, and a row records one cell per name")
         records = [dict(zip(columns, (str(cell) for cell in row))) for row in rows]
         self.data["tables"] = [t for t in self.data["tables"] if t["key"] != key]
         self.data["tables"].append({"key": key, "title": title, "columns": columns, "rows": records, "note": note})

@@ -41,6 +41,8 @@ def test_recorder_writes_rows_with_named_columns_and_conditions(tmp_path, monkey
     rec.table("gemm", "GEMM", ["size"], [["128x128x128"]])  # the same key again replaces the table
     assert len(json.loads((tmp_path / "gemm.json").read_text())["tables"]) == 1
     assert results.load(tmp_path)["gemm.py"]["tables"][0]["rows"] == [{"size": "128x128x128"}]
+    with pytest.raises(ValueError, match=r"column names \['x'\] repeat"):  # a row would keep one of them
+        rec.table("ratios", "Ratios", ["size", "x", "threads", "x"], [["64", "1.1", 1, "0.9"]])
 
 
 def test_number_reads_cells_as_printed():
