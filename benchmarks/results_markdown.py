@@ -24,9 +24,10 @@ TITLES = {"overhead.py": "Compile time and call overhead", "gemm.py": "GEMM: ben
 NOTES = {
     "quant.py": "Where the time goes. Quantize: the k-quant searches are compute-bound, and each block's "
                 "arithmetic is ggml's sequence exactly (16 blocks in the 16 lanes of a vector); q8_0 is a pass "
-                "over memory plus the regrouping of blocks into lanes. Matvec: ggml's AVX2 kernels multiply u8 "
-                "by i8 with `vpmaddubsw`; portable DSL code becomes zero/sign extensions, `vpmullw` and "
-                "`vpmaddwd` (LLVM forms the last from plain code), more vector instructions per block.",
+                "over memory plus the regrouping of blocks into lanes. Matvec: the dots are DSL code on the "
+                "target intrinsics `x86.maddubs` and `x86.madd` (`vpmaddubsw`, `vpmaddwd`), as ggml's AVX2 "
+                "kernels are; each lane keeps its own f32 sum, reduced once per row. From DRAM both sides "
+                "wait on memory; cache-resident, the count of instructions per block decides.",
 }
 ORDER = ["overhead.py", "gemm.py", "dense.py", "seed_bmm.py", "conv.py", "pointwise.py", "quant.py", "tutorial.py"]
 
