@@ -91,13 +91,10 @@ class DiskCache:
     @contextlib.contextmanager
     def _build_lock(self, key: str):
         lib, _ = self.paths(key)
-        try:
-            for folder in (self.root, lib.parent):  # root first: parents=True would not make it private
-                folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-            fd = os.open(lib.parent / f"{key}.lock", os.O_CREAT | os.O_RDWR, 0o600)
-        except OSError:  # an unwritable cache: store() builds privately, unlocked
+        if not self._writable(lib.parent):  # store() builds privately, unlocked
             yield
             return
+        fd = os.open(lib.parent / f"{key}.lock", os.O_CREAT | os.O_RDWR, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
             yield

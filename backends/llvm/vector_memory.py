@@ -27,6 +27,7 @@ from collections.abc import Callable
 import llvmlite.ir as ir
 
 from dsl.lowering.ir import Binary, Broadcast, Const, Expr, Load, Ramp, Store, Unary
+from dsl.lowering.types import I64 as INDEX
 from dsl.lowering.vector import lanes_of
 
 from ..errors import BackendError
@@ -45,17 +46,17 @@ def vector_load(cx: FunctionContext, e: Load, emit: Emit) -> ir.Value:
     lanes = lanes_of(e)
     dtype = t.param.dtype
     vty = ir.VectorType(mem_type(dtype), lanes)
-    contiguous, ptr = _address(cx, t, e.indices, lanes, emit, masked=e.mask is not None)
-    mask = _mask(cx, e.mask, lanes, emit)
-    passthru = ir.Constant(vty, None)
-    window = None if contiguous or mask is not None else _window(cx, t, e.indices, lanes, emit)
+    window = _window(cx, t, e.indices, lanes, emit) if e.mask is None else None
     if window is not None:
         first, offsets = window
         span = ir.VectorType(mem_type(dtype), max(offsets) + 1)
         loaded = cx.builder.load(first, typ=span, align=dtype.itemsize)
         pick = ir.Constant(ir.VectorType(I32, lanes), [int_const(I32, o) for o in offsets])
-        raw = cx.builder.shuffle_vector(loaded, ir.Constant(span, None), pick)
-    elif contiguous and mask is None:
+        return from_memory(cx.builder, cx.builder.shuffle_vector(loaded, ir.Constant(span, None), pick), dtype)
+    contiguous, ptr = _address(cx, t, e.indices, lanes, emit, masked=e.mask is not None)
+    mask = _mask(cx, e.mask, lanes, emit)
+    passthru = ir.Constant(vty, None)
+    if contiguous and mask is None:
         raw = cx.builder.load(ptr, typ=vty, align=dtype.itemsize)
     elif contiguous:
         raw = _masked_call(cx, "load", vty, [ptr, mask, passthru], dtype.itemsize)
@@ -85,30 +86,21 @@ def vector_store(cx: FunctionContext, s: Store, emit: Emit) -> None:
 
 
 def ramp_parts(e: Expr) -> tuple[tuple[Expr, ...], int] | None:
-    """(scalars, k) when `e` is sum(scalars) + (0, k, 2k, ...) lane-wise, else None.
-
-    Sees through `+`, `-` and multiplication by a constant:
+    """(scalars, k) when `e` is sum(scalars) + (0, k, 2k, ...) lane-wise, else None:
+    `lane_constants` when its offsets step evenly.
 
     >>> ramp_parts(Binary("-", Var(n), Ramp(Var(b), 1, 8), I64))   # doctest: +SKIP
     ((Var(n), Unary('neg', Var(b))), -1)
     """
-    if lanes_of(e) == 1:
-        return (e,), 0
-    match e:
-        case Ramp(base=base, stride=stride):
-            return (base,), stride
-        case Broadcast(value=value):
-            return (value,), 0
-        case Binary(op="+", lhs=lhs, rhs=rhs):
-            return _combine(ramp_parts(lhs), ramp_parts(rhs), 1)
-        case Binary(op="-", lhs=lhs, rhs=rhs):
-            return _combine(ramp_parts(lhs), ramp_parts(rhs), -1)
-        case Binary(op="*", lhs=Const(value=c), rhs=x) | Binary(op="*", lhs=x, rhs=Const(value=c)):
-            parts = ramp_parts(x)
-            if parts is not None:
-                scale = Const(c, x.type)
-                return tuple(Binary("*", s, scale, s.type) for s in parts[0]), parts[1] * int(c)
-    return None
+    lanes = lanes_of(e)
+    parts = lane_constants(e, lanes)
+    if parts is None:
+        return None
+    scalars, offsets = parts
+    step = offsets[1] - offsets[0] if lanes > 1 else 0
+    if any(o != offsets[0] + step * k for k, o in enumerate(offsets)):
+        return None
+    return ((*scalars, Const(offsets[0], INDEX)) if offsets[0] or not scalars else scalars), step
 
 
 _WINDOW_MAX = 64  # elements: beyond, a gather touches less memory
@@ -166,19 +158,12 @@ def _window(cx: FunctionContext, t: TensorArgs, indices: tuple[Expr, ...], lanes
     if inner is None or any(p is None or p[1] != 0 for p in outer):
         return None
     low, high = min(inner[1]), max(inner[1])
-    if low == high or high - low >= _WINDOW_MAX:
+    contiguous = all(o == inner[1][0] + k for k, o in enumerate(inner[1]))
+    if contiguous or low == high or high - low >= _WINDOW_MAX:
         return None
     firsts = [_sum(cx, [emit(cx, x) for x in scalars]) for scalars, _ in outer]
     start = [emit(cx, x) for x in inner[0]] + [int_const(I64, low)]
     return element_pointer(cx, t, [*firsts, _sum(cx, start)], inbounds=True), tuple(o - low for o in inner[1])
-
-
-def _combine(a, b, sign: int) -> tuple[tuple[Expr, ...], int] | None:
-    """The parts of a + b (sign 1) or a - b (sign -1)."""
-    if a is None or b is None:
-        return None
-    right = b[0] if sign == 1 else tuple(Unary("neg", s, s.type) for s in b[0])
-    return (*a[0], *right), a[1] + sign * b[1]
 
 
 def _address(cx: FunctionContext, t: TensorArgs, indices: tuple[Expr, ...], lanes: int, emit: Emit,
