@@ -21,9 +21,10 @@ mc, kc and nc default to 144, 512 and 1024 elements on AVX2
 (options mean packing, whatever the size).
 kc = 512 measured best on Zen 3 (2048^3: 93 GFLOP/s against 85 with 256):
 fewer passes over C, while A's 144 x 512 block (288 KiB) still fits in L2.
-The rule behind it — a packed B strip of kc x nr within 32 KiB — gives kc =
-256 for AVX-512's 14 x 32 tile, with A blocks of 8 strips (112 x 256): on a
-Rocket Lake core 1000^3 ran at 137 GFLOP/s against 95-102 with 144 x 512.
+AVX-512's 14 x 32 tile takes A blocks of 8 strips (112 x 512): on a Rocket
+Lake core 1000^3 ran at 137 GFLOP/s with 112-row blocks against 95-102 with
+144. Its kc was 256 there (a packed B strip within 32 KiB); on Zen 4, 512 is
+faster (1 thread, 2048^3: 97 GFLOP/s against 92; 1024^3: 97 against 91).
 The M blocks are balanced (equal to within a strip, a multiple of the thread count
 when M allows) and each has its own region of Ap, so they run in parallel
 without sharing. Legal when C does not overlap A
@@ -51,7 +52,7 @@ from ..machine import Machine, MicroTile, micro_tile
 from ..rewrite import walk_stmts
 from ..types import BOOL, I64
 from .contract_match import Contraction, match_nest, uses
-from .microkernel import Direct, batch_reduce_vars, tile_body
+from .microkernel import Direct, Packed, batch_reduce_vars, tile_body
 from .nest import ScheduleError, find_loop, fresh_locals, remark, replace_loop
 from .pack import pack_a, pack_b
 
@@ -194,11 +195,10 @@ def _tile(machine: Machine, c: Contraction, options: dict, span) -> MicroTile:
 
 def _blocking(c: Contraction, t: MicroTile, options: dict) -> tuple[int, int, int]:
     """(mc, kc, nc): mc a multiple of mr, nc of nr."""
-    # kc: one strip of packed B (kc x nr) within 32 KiB, half an L1; wide tiles
-    # (AVX-512's 14 x 32) get shorter K panels and smaller A blocks.
-    bytes_ = c.dtype.bits // 8
-    kc = options.get("kc", min(512 * 32 // c.dtype.bits, 32768 // (t.nr * bytes_)))
-    wide = t.nr * bytes_ >= 128
+    # kc: 512 f32 or 256 f64 elements, the same bytes; wide tiles (AVX-512's
+    # 14 x 32) take A blocks of fewer rows.
+    kc = options.get("kc", 512 * 32 // c.dtype.bits)
+    wide = t.nr * c.dtype.bits // 8 >= 128
     mc = max(t.mr, options.get("mc", 8 * t.mr if wide else 144) // t.mr * t.mr)
     nc = max(t.nr, options.get("nc", 1024) // t.nr * t.nr)
     return mc, kc, nc
@@ -269,7 +269,7 @@ def _blocked(c: Contraction, t: MicroTile, blocking: tuple[int, int, int], code:
     first = [compare("==", ir.Var(pc_loop_var), i64(0)), *(compare("==", at["br"][r.var], i64(0)) for r in c.br)]
     last = [compare(">=", add(ir.Var(pc_loop_var), ir.Var(kc)), ir.Var(K)),
             *(compare(">=", at["br"][r.var], sub(r.stop, i64(1))) for r in c.br)]
-    tile = tile_body(c, t, at, ir.Var(kc), _all(first), last_panel=_all(last))
+    tile = _packed_tiles(c, t, at, ir.Var(kc), _all(first), _all(last))
     m_strips = ir.For(strip, i64(0), ir.Var(mcur), t.mr, tuple(tile), f"{c.m.name}.strip", span=span)
     n_strips = ir.For(js, i64(0), ir.Var(nc), t.nr, (m_strips,), f"{c.n.name}.strip", span=span)
     def first_row(b: ir.Expr) -> ir.Expr:  # of block b: the blocks share the strips out evenly
@@ -302,6 +302,31 @@ def _blocked(c: Contraction, t: MicroTile, blocking: tuple[int, int, int], code:
         return [*sizes, *setup, n_panels]
     direct_path = _direct(c, t, narrow, ir.Var(M), ir.Var(N), ir.Var(K), k_total)
     return [*sizes, ir.If(small, tuple(direct_path), (*setup, n_panels), span)]
+
+
+def _packed_tiles(c: Contraction, t: MicroTile, at: dict, kc: ir.Expr, first: ir.Expr,
+                  last: ir.Expr) -> list[ir.Stmt]:
+    """The micro-kernel on one tile of C from the packed strips. A tile over
+    C's edge takes a smaller variant when that covers what is left of it:
+    fewer vectors of columns, or half as many rows (the packed strips keep
+    their width; the variant reads part of each). 129^3 with AVX-512's 14 x 32
+    tile computed 140 x 160 for 129 x 129 without them (60 GFLOP/s, 77 with).
+    The one tile short in both takes the narrower variant: each variant is
+    another copy of the unrolled loop to compile."""
+
+    def variant(mr: int, vectors: int) -> list[ir.Stmt]:
+        v = MicroTile(mr, vectors, t.lanes, t.fused)
+        return tile_body(c, v, at, kc, first, Packed(c, v, at, packed=t), last_panel=last)
+
+    half = (t.mr + 1) // 2
+    out = variant(t.mr, t.vectors)
+    if t.mr >= 4:
+        out = [ir.If(compare("<=", at["rows"], i64(half)), tuple(variant(half, t.vectors)), tuple(out),
+                     c.nest.span)]
+    for vectors in reversed(range(1, t.vectors)):
+        out = [ir.If(compare("<=", at["cols"], i64(vectors * t.lanes)), tuple(variant(t.mr, vectors)), tuple(out),
+                     c.nest.span)]
+    return out
 
 
 def _m_blocks(M: ir.Expr, N: ir.Expr, K: ir.Expr, t: MicroTile, mc_max: int, syms, span) -> list[ir.Stmt]:

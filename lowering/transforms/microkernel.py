@@ -37,17 +37,20 @@ LIBRARY_CALLS = frozenset({"exp", "log", "tanh", "erf"})
 
 
 class Packed:
-    """Operands read from the packed panels Ap (at a0) and Bp (at b0)."""
+    """Operands read from the packed panels Ap (at a0) and Bp (at b0), whose
+    strips are `packed.mr` rows and `packed.nr` columns wide (by default the
+    tile's own; an edge tile smaller than the packing reads part of a strip)."""
 
-    def __init__(self, c: Contraction, t: MicroTile, at: dict):
+    def __init__(self, c: Contraction, t: MicroTile, at: dict, packed: MicroTile | None = None):
         self.c, self.t, self.at = c, t, at
+        self.packed = packed or t
 
     def a(self, p: ir.Expr, r: int) -> ir.Expr:
-        index = add(add(self.at["a0"], mul(p, i64(self.t.mr))), i64(r))
+        index = add(add(self.at["a0"], mul(p, i64(self.packed.mr))), i64(r))
         return ir.Load(self.at["Ap"], (index,), self.c.dtype, safe=True)
 
     def b(self, p: ir.Expr, v: int) -> ir.Expr:
-        first = add(add(self.at["b0"], mul(p, i64(self.t.nr))), i64(v * self.t.lanes))
+        first = add(add(self.at["b0"], mul(p, i64(self.packed.nr))), i64(v * self.t.lanes))
         return ir.Load(self.at["Bp"], (ir.Ramp(first, 1, self.t.lanes),), self.c.dtype, safe=True)
 
 

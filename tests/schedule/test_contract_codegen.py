@@ -29,10 +29,12 @@ def bmm_job():
 
 
 def _blocks(asm: str, function_prefix: str) -> list[str]:
-    """The basic blocks of the functions whose names start with `function_prefix`."""
+    """The basic blocks of the functions whose names start with `function_prefix`
+    (each cut after its first jump: the block that falls through it has no label)."""
     functions = re.split(r"\n(?=[A-Za-z_][\w.]*:\n)", asm)
     chosen = [f for f in functions if f.lstrip().startswith(function_prefix)]
-    return [b for f in chosen for b in re.split(r"\n\.?L?BB\d+_\d+:", f)]
+    blocks = [b for f in chosen for b in re.split(r"\n\.?L?BB\d+_\d+:", f)]
+    return [b[:jump.end()] if (jump := re.search(r"\n\tj[a-z]+\t[^\n]*", b)) else b for b in blocks]
 
 
 def test_fma_on_vectors(job):
