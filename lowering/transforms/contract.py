@@ -4,7 +4,7 @@
         for k.panel in range(0, max(K, 1), kc):   panels of K that fit in L2
             pack B's kc x nc block into Bp        (strips of nr columns)
             for m.block in range(0, blocks) parallel:
-                pack A's mc x kc block into Ap    (strips of mr rows)
+                pack A's mc x kc block into Ap    (rows, or strips of mr rows)
                 for n.strip in range(0, nc, nr):
                     for m.strip in range(0, mc, mr):
                         micro-kernel: C's mr x nr tile in registers
@@ -54,7 +54,7 @@ from ..types import BOOL, I64
 from .contract_match import Contraction, match_nest, uses
 from .microkernel import Direct, Packed, batch_reduce_vars, tile_body
 from .nest import ScheduleError, find_loop, fresh_locals, remark, replace_loop
-from .pack import pack_a, pack_b
+from .pack import a_row_stride, pack_a, pack_a_rows, pack_b
 
 name = "contract"
 SMALL_WORK = 48 ** 3  # multiply-adds below which the M blocks are not split for threads
@@ -128,7 +128,9 @@ def _rewrite(kernel: ir.Kernel, found: list[Contraction], machine: Machine, opti
         # (Not on NEON: its 28 x 4 by-element tile spills accumulators.)
         narrow = micro_tile(machine, c.dtype, max_vectors=1) if not options and not machine.fma_by_element else None
         narrow = narrow if narrow is not None and narrow.nr < tile.nr else None
-        blocked = _blocked(c, tile, blocking, code, direct=not options, narrow=narrow)
+        # NEON's by-element FMA takes A's column of a strip as whole vectors.
+        a_stride = None if machine.fma_by_element else a_row_stride(c, blocking[1])
+        blocked = _blocked(c, tile, blocking, code, a_stride, direct=not options, narrow=narrow)
         batch = _batch_loop(body, c)
         where = "run in parallel"
         outer = next((s for s in walk_stmts(body) if isinstance(s, ir.For) and s.kind == "parallel"
@@ -228,9 +230,11 @@ def _roundup(x: ir.Expr, f: int) -> ir.Expr:
     return mul(floordiv(add(x, i64(f - 1)), i64(f)), i64(f))
 
 
-def _blocked(c: Contraction, t: MicroTile, blocking: tuple[int, int, int], code: int,
+def _blocked(c: Contraction, t: MicroTile, blocking: tuple[int, int, int], code: int, a_stride: int | None,
              direct: bool, narrow: MicroTile | None = None) -> list[ir.Stmt]:
-    """The packed nest; with `direct`, small products take the unpacked path instead."""
+    """The packed nest; with `direct`, small products take the unpacked path
+    instead. `a_stride`: A's block is packed row by row at this stride (else
+    in strips of mr rows)."""
     mc_max, kc_max, nc_max = blocking
     span, dtype = c.nest.span, c.dtype
 
@@ -253,7 +257,7 @@ def _blocked(c: Contraction, t: MicroTile, blocking: tuple[int, int, int], code:
         k_total = mul(k_total, maximum(r.stop, i64(0)))
     setup = [
         ir.Alloc(b_buf, mul(i64(kc_max), minimum(i64(nc_max), _roundup(ir.Var(N), t.nr))), code, span),
-        ir.Alloc(a_buf, mul(_roundup(ir.Var(M), t.mr), i64(kc_max)), code, span),
+        ir.Alloc(a_buf, mul(_roundup(ir.Var(M), t.mr), i64(a_stride or kc_max)), code, span),
         *_m_blocks(ir.Var(M), ir.Var(N), k_total, t, mc_max, (threads, blocks, strips), span),
     ]
     jc_loop_var, pc_loop_var = ir.Sym("jc", I64, "loop"), ir.Sym("pc", I64, "loop")
@@ -264,7 +268,8 @@ def _blocked(c: Contraction, t: MicroTile, blocking: tuple[int, int, int], code:
           "m0": add(ir.Var(ic), ir.Var(strip)), "n0": add(ir.Var(jc_loop_var), ir.Var(js)),
           "rows": minimum(i64(t.mr), sub(ir.Var(mcur), ir.Var(strip))),
           "cols": minimum(i64(t.nr), sub(ir.Var(nc), ir.Var(js))),
-          "a0": mul(add(ir.Var(ic), ir.Var(strip)), ir.Var(kc)), "b0": mul(ir.Var(js), ir.Var(kc)),
+          "a0": mul(add(ir.Var(ic), ir.Var(strip)), i64(a_stride) if a_stride else ir.Var(kc)),
+          "a_row_stride": a_stride, "b0": mul(ir.Var(js), ir.Var(kc)),
           "br": batch_reduce_vars(c)}
     first = [compare("==", ir.Var(pc_loop_var), i64(0)), *(compare("==", at["br"][r.var], i64(0)) for r in c.br)]
     last = [compare(">=", add(ir.Var(pc_loop_var), ir.Var(kc)), ir.Var(K)),
@@ -277,7 +282,7 @@ def _blocked(c: Contraction, t: MicroTile, blocking: tuple[int, int, int], code:
 
     block_body = [ir.Assign(ic, first_row(ir.Var(block)), span),
                   ir.Assign(mcur, sub(minimum(first_row(add(ir.Var(block), i64(1))), ir.Var(M)), ir.Var(ic)), span),
-                  *pack_a(c, t, at), n_strips]
+                  *(pack_a_rows(c, t, at, a_stride) if a_stride else pack_a(c, t, at)), n_strips]
     m_blocks = ir.For(block, i64(0), ir.Var(blocks), 1, tuple(block_body), f"{c.m.name}.block", "parallel", span)
     # B's panel is packed by the whole team when the product is large enough
     # (serially it cost ~3% of 512x3584x3584 on two threads).

@@ -46,7 +46,11 @@ class Packed:
         self.packed = packed or t
 
     def a(self, p: ir.Expr, r: int) -> ir.Expr:
-        index = add(add(self.at["a0"], mul(p, i64(self.packed.mr))), i64(r))
+        stride = self.at.get("a_row_stride")  # A packed row by row (`pack.a_row_stride`)
+        if stride:
+            index = add(add(self.at["a0"], i64(r * stride)), p)
+        else:
+            index = add(add(self.at["a0"], mul(p, i64(self.packed.mr))), i64(r))
         return ir.Load(self.at["Ap"], (index,), self.c.dtype, safe=True)
 
     def b(self, p: ir.Expr, v: int) -> ir.Expr:

@@ -95,6 +95,22 @@ def test_out():
     assert np.all(np.isnan(wide[..., 1::2]))
 
 
+def test_plain_matrices_the_kernel_refuses():
+    """Two matrices take a short path straight to the kernel; what its entry
+    refuses (memory not aligned to the element, an out that overlaps) goes
+    the general way, and a strided out gets only its own elements."""
+    a, b = rand((5, 6)), rand((6, 7))
+    raw = np.zeros(5 * 6 * 4 + 1, np.uint8)
+    unaligned = np.frombuffer(raw[1:].data, np.float32).reshape(5, 6)
+    unaligned[...] = a
+    assert not unaligned.flags.aligned
+    close(dsl.ops.matmul(unaligned, b), a, b)
+    wide = np.full((5, 14), np.nan, np.float32)
+    assert dsl.ops.matmul(a, b, out=wide[:, ::2]).base is wide
+    close(wide[:, ::2], a, b)
+    assert np.all(np.isnan(wide[:, 1::2]))
+
+
 def test_out_overlapping_an_input():
     a = rand((6, 6))
     want = a.astype(np.float64) @ a.astype(np.float64)
