@@ -62,6 +62,11 @@ def floordiv(a: ir.Expr, b: ir.Expr) -> ir.Expr:
     return ir.Binary("//", a, b, _I64)
 
 
+def roundup(x: ir.Expr, f: int) -> ir.Expr:
+    """x rounded up to a multiple of the constant f (x >= 0)."""
+    return mul(floordiv(add(x, i64(f - 1)), i64(f)), i64(f))
+
+
 def maximum(a: ir.Expr, b: ir.Expr) -> ir.Expr:
     x, y = _const(a), _const(b)
     if x is not None and y is not None:

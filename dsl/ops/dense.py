@@ -108,7 +108,7 @@ def _plain_2d(a, b, out) -> np.ndarray | None:
         c = out
     else:
         return None
-    lib = _library[0] if _library else _kernels()
+    lib = _kernels()
     try:
         (lib.matmul_batch_f32 if dtype is _F32 else lib.matmul_batch_f64)(a[None], b[None], c[None])
     except ValueError:

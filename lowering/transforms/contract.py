@@ -47,7 +47,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from .. import ir
-from ..arith import add, compare, floordiv, i64, maximum, minimum, mul, sub
+from ..arith import add, compare, floordiv, i64, maximum, minimum, mul, roundup, sub
 from ..machine import Machine, MicroTile, micro_tile
 from ..rewrite import walk_stmts
 from ..types import BOOL, I64
@@ -226,10 +226,6 @@ def _any(conds: list[ir.Expr]) -> ir.Expr:
     return out
 
 
-def _roundup(x: ir.Expr, f: int) -> ir.Expr:
-    return mul(floordiv(add(x, i64(f - 1)), i64(f)), i64(f))
-
-
 def _blocked(c: Contraction, t: MicroTile, blocking: tuple[int, int, int], code: int, a_stride: int | None,
              direct: bool, narrow: MicroTile | None = None) -> list[ir.Stmt]:
     """The packed nest; with `direct`, small products take the unpacked path
@@ -256,8 +252,8 @@ def _blocked(c: Contraction, t: MicroTile, blocking: tuple[int, int, int], code:
     for r in c.br:
         k_total = mul(k_total, maximum(r.stop, i64(0)))
     setup = [
-        ir.Alloc(b_buf, mul(i64(kc_max), minimum(i64(nc_max), _roundup(ir.Var(N), t.nr))), code, span),
-        ir.Alloc(a_buf, mul(_roundup(ir.Var(M), t.mr), i64(a_stride or kc_max)), code, span),
+        ir.Alloc(b_buf, mul(i64(kc_max), minimum(i64(nc_max), roundup(ir.Var(N), t.nr))), code, span),
+        ir.Alloc(a_buf, mul(roundup(ir.Var(M), t.mr), i64(a_stride or kc_max)), code, span),
         *_m_blocks(ir.Var(M), ir.Var(N), k_total, t, mc_max, (threads, blocks, strips), span),
     ]
     jc_loop_var, pc_loop_var = ir.Sym("jc", I64, "loop"), ir.Sym("pc", I64, "loop")
@@ -323,15 +319,22 @@ def _packed_tiles(c: Contraction, t: MicroTile, at: dict, kc: ir.Expr, first: ir
         v = MicroTile(mr, vectors, t.lanes, t.fused)
         return tile_body(c, v, at, kc, first, Packed(c, v, at, packed=t), last_panel=last)
 
-    half = (t.mr + 1) // 2
     out = variant(t.mr, t.vectors)
-    if t.mr >= 4:
-        out = [ir.If(compare("<=", at["rows"], i64(half)), tuple(variant(half, t.vectors)), tuple(out),
+    half = _half(t)
+    if half is not None:
+        out = [ir.If(compare("<=", at["rows"], i64(half.mr)), tuple(variant(half.mr, t.vectors)), tuple(out),
                      c.nest.span)]
     for vectors in reversed(range(1, t.vectors)):
         out = [ir.If(compare("<=", at["cols"], i64(vectors * t.lanes)), tuple(variant(t.mr, vectors)), tuple(out),
                      c.nest.span)]
     return out
+
+
+def _half(t: MicroTile) -> MicroTile | None:
+    """The tile half as tall, for a last strip of few rows (32 rows with a
+    14-row tile were 14 + 14 + 14, of which 10 computed for nothing); None
+    when the tile is too short to halve."""
+    return MicroTile(t.mr // 2, t.vectors, t.lanes, t.fused) if t.mr >= 4 else None
 
 
 def _m_blocks(M: ir.Expr, N: ir.Expr, K: ir.Expr, t: MicroTile, mc_max: int, syms, span) -> list[ir.Stmt]:
@@ -363,7 +366,7 @@ def _direct(c: Contraction, t: MicroTile, narrow: MicroTile | None, M: ir.Expr, 
     all of a 30 x 16 one (the seed's shape: 103 GFLOP/s against 50)."""
     if narrow is None:
         return _direct_strips(c, t, M, N, K, k_total)
-    fewer_columns = compare("<", _roundup(N, narrow.nr), _roundup(N, t.nr))
+    fewer_columns = compare("<", roundup(N, narrow.nr), roundup(N, t.nr))
     return [ir.If(fewer_columns, tuple(_direct_strips(c, narrow, M, N, K, k_total)),
                   tuple(fresh_locals(tuple(_direct_strips(c, t, M, N, K, k_total)))), c.nest.span)]
 
@@ -379,10 +382,8 @@ def _direct_strips(c: Contraction, t: MicroTile, M: ir.Expr, N: ir.Expr, K: ir.E
     whole = tile_body(c, t, whole_at, K, ir.Const(True, BOOL), Direct(c, t, whole_at, edge=False))
     edge = tile_body(c, t, edge_at, K, ir.Const(True, BOOL), Direct(c, t, edge_at, edge=True))
     full = ir.Binary("and", compare("==", at["rows"], i64(t.mr)), compare("==", at["cols"], i64(t.nr)), BOOL)
-    if t.mr >= 4:
-        # The last strip's few rows take a tile half as tall: 32 rows with a
-        # 14-row tile were 14 + 14 + 14, of which 10 computed for nothing.
-        half = MicroTile(t.mr // 2, t.vectors, t.lanes, t.fused)
+    half = _half(t)
+    if half is not None:
         half_at = {**at, "rows": minimum(i64(half.mr), sub(M, ir.Var(strip))), "br": batch_reduce_vars(c),
                    "br_loops": True}
         short = tile_body(c, half, half_at, K, ir.Const(True, BOOL), Direct(c, half, half_at, edge=True))

@@ -13,7 +13,7 @@ expressions and strides (a transposed view packs as well as a contiguous one).
 from __future__ import annotations
 
 from .. import ir
-from ..arith import add, compare, floordiv, i64, minimum, mul, sub
+from ..arith import add, compare, i64, minimum, mul, roundup, sub
 from ..machine import MicroTile
 from ..types import I64
 from .contract_match import Contraction, uses
@@ -99,9 +99,8 @@ def pack_a_rows(c: Contraction, t: MicroTile, at: dict, stride: int) -> list[ir.
     pad = ir.Store(at["Ap"], where, ir.Const(0.0, dtype), span, safe=True)
     whole = ir.For(i, i64(0), at["mcur"], 1, (ir.For(p, i64(0), at["kc"], 1, (copy,), "pack.A.k", span=span),),
                    "pack.A", span=span)
-    strips_end = mul(floordiv(add(at["mcur"], i64(t.mr - 1)), i64(t.mr)), i64(t.mr))
-    zeros = ir.For(i, at["mcur"], strips_end, 1, (ir.For(p, i64(0), at["kc"], 1, (pad,), "pack.A.k", span=span),),
-                   "pack.A.pad", span=span)
+    zeros = ir.For(i, at["mcur"], roundup(at["mcur"], t.mr), 1,
+                   (ir.For(p, i64(0), at["kc"], 1, (pad,), "pack.A.k", span=span),), "pack.A.pad", span=span)
     return [whole, *fresh_locals((zeros,))]
 
 
