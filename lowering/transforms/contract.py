@@ -52,6 +52,7 @@ from ..machine import Machine, MicroTile, micro_tile
 from ..rewrite import walk_stmts
 from ..types import BOOL, I64
 from .contract_match import Contraction, match_nest, uses
+from .contract_sink import SUNK_REMARK, sink, sink_reduction_loops
 from .microkernel import Direct, Packed, batch_reduce_vars, tile_body
 from .nest import ScheduleError, find_loop, fresh_locals, remark, replace_loop
 from .pack import a_row_stride, pack_a, pack_a_rows, pack_b
@@ -78,9 +79,15 @@ def run(kernel: ir.Kernel, d, machine: Machine = Machine(), remarks: list | None
     if d.loops:
         loop = find_loop(kernel.body, d.loops[0].name, d.loops[0].span)
         found = match_nest(loop, kernel.options.reassociate)
+        sunk = sink(loop) if isinstance(found, str) and kernel.options.reassociate else None
+        if sunk is not None:  # `for c: C += sum(..)` named: the contraction(s) inside, c summed
+            remark(remarks, loop.span, f"loop '{loop.name}': {SUNK_REMARK}")
+            kernel = replace(kernel, body=replace_loop(kernel.body, loop, [sunk]))
+            return _rewrite(kernel, contractions(kernel), machine, dict(d.options), d.span, remarks)
         if isinstance(found, str):
             raise ScheduleError(d.loops[0].span, f"loop '{loop.name}' is not a contraction: {found}")
         return _rewrite(kernel, [found], machine, dict(d.options), d.span, remarks)
+    kernel = sink_reduction_loops(kernel, remarks)
     found = contractions(kernel)
     if not found:
         raise ScheduleError(d.span, "contract(): this kernel has no contraction",
@@ -94,6 +101,7 @@ def auto(kernel: ir.Kernel, machine: Machine, remarks: list | None = None) -> ir
         remark(remarks, kernel.span, f"kernel '{kernel.name}': no contraction micro-kernel, "
                                       "since outputs may overlap inputs (inplace=True)")
         return kernel
+    kernel = sink_reduction_loops(kernel, remarks)
     found = contractions(kernel)
     if remarks is not None:
         inside = {id(s) for c in found for s in walk_stmts((c.nest,))}

@@ -97,10 +97,10 @@ def match_nest(loop: ir.For, reassociate: bool = False) -> Contraction | str:
 def _shape(loop: ir.For):
     """(outer, inner, reduce loops, acc, x, y, store, stored value) when `loop`
     has the nest's shape, else a reason."""
-    if not _plain(loop) or len(loop.body) != 1 or not isinstance(loop.body[0], ir.For):
+    if not plain_loop(loop) or len(loop.body) != 1 or not isinstance(loop.body[0], ir.For):
         return "not a perfect nest of two loops around a sum"
     inner = loop.body[0]
-    if not _plain(inner):
+    if not plain_loop(inner):
         return "not a perfect nest of two loops around a sum"
     match inner.body:
         case (ir.Assign(acc, ir.Const(value=0)), ir.For() as top, *between, ir.Store() as store) \
@@ -112,10 +112,10 @@ def _shape(loop: ir.For):
     if value is None:
         return "the sum is not stored, or something else happens between the sum and its store"
     reduce_loops = [top]
-    while _plain(reduce_loops[-1]) and len(reduce_loops[-1].body) == 1 \
+    while plain_loop(reduce_loops[-1]) and len(reduce_loops[-1].body) == 1 \
             and isinstance(reduce_loops[-1].body[0], ir.For):
         reduce_loops.append(reduce_loops[-1].body[0])
-    if not all(_plain(r) for r in reduce_loops):
+    if not all(plain_loop(r) for r in reduce_loops):
         return "a reduction loop does not run from 0 in steps of 1"
     match reduce_loops[-1].body:
         case (ir.Assign(sym, ir.Binary("+", ir.Var(s2), ir.Binary("*", ir.Load() as x, ir.Load() as y))),) \
@@ -186,7 +186,7 @@ def _unspanned(e: ir.Expr) -> ir.Expr:
     return map_expr(e, lambda n: replace(n, span=None) if getattr(n, "span", None) is not None else n)
 
 
-def _plain(loop: ir.For) -> bool:
+def plain_loop(loop: ir.For) -> bool:
     start = loop.start
     return loop.kind == "serial" and loop.step == 1 and isinstance(start, ir.Const) and start.value == 0
 

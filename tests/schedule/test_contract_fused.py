@@ -107,15 +107,53 @@ def test_batch_loops_and_broadcast(lib):
 
 
 def test_loop_around_accumulating_sum(lib):
-    """`for r: C += sum(..)`: r does not index C, so it stays serial; the sum
-    inside each step is a contraction."""
+    """`for r: C += sum(..)`: r does not index C, so under reassociate it moves
+    inside the sum: one batch-reduce contraction, C's tile kept in registers
+    across r (not one contraction per step, each loading and storing C)."""
     a, b, _, c0 = operands(4, 30, 20, 50)
     c = c0.copy()
     lib.gemm_steps(a, b, c)
     assert np.allclose(c, c0 + np.einsum("rmk,rkn->mn", a, b), rtol=1e-5, atol=1e-4)
     printed = format_kernel(next(k for k in compile_to(KERNELS, "schedule").program.kernels
                                  if k.name == "gemm_steps"))
-    assert "for r in range(0, R):" in printed and "acc0_0" in printed
+    assert "acc0_0" in printed
+    assert printed.index("acc0_0 = C[") < printed.index("for r in range(0, R):")  # r inside the tile
+
+
+STEPS = """
+@options(reassociate=True){schedule}
+def {name}(A: f32[R, M, K], B: f32[R, K, N], C: f32[{c_shape}]):
+    for r in range({r_range}):
+        C[{c_index}] += sum(A[r, m, k] * B[r, k, n])
+"""
+SUNK = "moved inside the sum it repeats"
+
+
+@pytest.mark.parametrize("name, c_shape, r_range, c_index, sunk", [
+    ("sunk", "M, N", "R", "m, n", True),
+    ("named", "M, N", "R", "m, n", True),  # contract(r, ...): the directive names the loop around
+    ("c_indexed_by_r", "R, M, N", "R", "r, m, n", False),  # each step has its own C
+    ("reversed", "M, N", "R - 1, -1, -1", "m, n", False),  # not a plain loop from 0
+])
+def test_which_loops_move_into_the_sum(name, c_shape, r_range, c_index, sunk, capsys, tmp_path_factory):
+    schedule = "\n@schedule(contract(r, mc=12, kc=5, nc=32))" if name == "named" else ""
+    text = STEPS.format(name=name, c_shape=c_shape, r_range=r_range, c_index=c_index, schedule=schedule)
+    compile_to(text, "schedule", cpu="znver3", remarks=True)
+    assert (SUNK in capsys.readouterr().err) == sunk
+    lib = load_library(text, tmp_path_factory, name)
+    a, b, _, c0 = operands(3, 9, 7, 19)
+    c = np.broadcast_to(c0, (3, 9, 19)).copy() if "R" in c_shape else c0.copy()
+    getattr(lib, name)(a, b, c)
+    steps = np.einsum("rmk,rkn->rmn", a.astype(np.float64), b.astype(np.float64))
+    assert np.allclose(c, c0 + (steps if "R" in c_shape else steps.sum(0)), rtol=1e-5, atol=1e-4)
+
+
+def test_loop_stays_without_reassociate(capsys):
+    text = STEPS.format(name="exact", c_shape="M, N", r_range="R", c_index="m, n", schedule="").replace(
+        "@options(reassociate=True)\n", "")
+    printed = format_kernel(compile_to(text, "schedule", cpu="znver3", remarks=True).program.kernels[0])
+    assert SUNK not in capsys.readouterr().err
+    assert printed.index("for r in range(0, R):") < printed.index("for m in range(0, M)")
 
 
 def test_adding_to_c_needs_reassociate():
