@@ -193,7 +193,8 @@ def main() -> int:
     when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     lines = [f"Machine: {machine()}; {when}; medians of {repeats} interleaved samples; "
              f"numpy {np.__version__}, torch {torch.__version__}.", ""]
-    for key, (title, unit, rows_of) in zip(("sgemm", "batched", "seed", "matvec", "permute"), sections):
+    keys = ("sgemm", "transposed", "batched", "seed", "matvec", "permute")
+    for key, (title, unit, rows_of) in zip(keys, sections, strict=True):
         rows = rows_of()
         print(f"\n{title}\n{table(HEADER[unit], rows)}", flush=True)
         rec.table(key, title, HEADER[unit], rows)
