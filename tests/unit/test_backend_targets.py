@@ -68,6 +68,18 @@ def test_asm_uses_small_code_model():
     assert "erff" in asm
 
 
+def test_copy_loops_stay_loops():
+    """LLVM would call the C library's memcpy for the row; the loop is ours."""
+    kernel = elementwise("copy", [("x", F32)], F32, lambda x: x)
+    t = host_target()
+    text = str(build_module([kernel], t, "{}", module_name="m"))
+    assert '"no-builtin-memcpy"' in text
+    ref = verify_llvm(text)
+    optimize(ref, t, 3)
+    asm = emit_asm(ref, t, 3)
+    assert "memcpy" not in asm and "memmove" not in asm
+
+
 def test_vectorizes_with_fma_at_o3():
     t = host_target()
     if not t.has_fma or t.arch != "x86_64":
