@@ -63,9 +63,8 @@ def _keep_copy_loops(module: ir.Module) -> None:
     for fn in module.functions:
         if fn.is_declaration:
             continue
-        attrs = _KernelAttributes(fn.attributes)
+        attrs = _KernelAttributes([*fn.attributes, *_NO_LIBRARY_COPIES])
         attrs.alignstack, attrs.personality = fn.attributes.alignstack, fn.attributes.personality
-        attrs.update(_NO_LIBRARY_COPIES)
         fn.attributes = attrs
 
 

@@ -85,8 +85,11 @@ def _copy(src: np.ndarray, dst: np.ndarray) -> None:
 def _planes(lib, unsigned, src: np.ndarray, dst: np.ndarray) -> None:
     t = f"u{np.dtype(unsigned).itemsize * 8}"
     if src.strides[-1] == dst.strides[-1] == src.itemsize and src.ndim <= 3:  # rows contiguous on both sides
-        lead = (None,) * (3 - src.ndim)
-        getattr(lib, f"rows3_{t}")(src[lead], dst[lead])
+        if src.ndim == 2:  # each row a plane of its own: rows3 shares its planes among the threads
+            src, dst = src[:, None], dst[:, None]
+        elif src.shape[0] < src.shape[1]:  # the longer outer axis across the threads
+            src, dst = src.transpose(1, 0, 2), dst.transpose(1, 0, 2)
+        getattr(lib, f"rows3_{t}")(src, dst)
         return
     if src.ndim == 2:
         getattr(lib, f"permute2_{t}")(src, dst)
