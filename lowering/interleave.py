@@ -44,7 +44,7 @@ def interleave(parts: list[ir.Expr]) -> ir.Expr | None:
     match first:
         case ir.Broadcast(_, count):
             return replace(first, lanes=count * len(parts)) if all(same(p, first) for p in parts) else None
-        case ir.Var() | ir.Ramp() | ir.HReduce():
+        case ir.Var() | ir.Ramp() | ir.HReduce() | ir.Shuffle():
             return None
         case ir.Load(mask=mask) if mask is not None:
             return None

@@ -307,7 +307,7 @@ class Compiler(VectorCompiler):
                 return lambda env: np.int64(1)  # the interpreter runs parallel loops serially
             case ir.Reduce():
                 return self.reduce(e)
-            case ir.Ramp() | ir.Broadcast() | ir.HReduce():
+            case ir.Ramp() | ir.Broadcast() | ir.HReduce() | ir.Shuffle():
                 return self.vector_expr(e)
         raise TypeError(f"the interpreter cannot evaluate {type(e).__name__}")
 

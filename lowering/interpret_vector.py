@@ -69,6 +69,9 @@ class VectorCompiler:
             case ir.HReduce(op, value, t):
                 f, x = vops.hreduce_fn(op, t), self.expr(value)
                 return lambda env: f(x(env))
+            case ir.Shuffle(a, b, mask):
+                x, y, picks = self.expr(a), self.expr(b), np.array(mask, np.int64)
+                return lambda env: np.concatenate((x(env), y(env)))[picks]
             case ir.Var(sym):
                 return self.var(sym)
             case ir.Load():
@@ -94,6 +97,8 @@ class VectorCompiler:
         """The lane count of `e`; its vector operands must agree (the verifier's rule)."""
         if isinstance(e, (ir.Ramp, ir.Broadcast)):
             return e.lanes
+        if isinstance(e, ir.Shuffle):
+            return len(e.mask)
         widths = {lanes_of(c) for c in child_exprs(e)} - {1}
         if len(widths) > 1:
             raise TypeError(f"the interpreter cannot mix lane counts {sorted(widths)} in one "

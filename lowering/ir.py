@@ -13,7 +13,8 @@ by `lowering.vector.lanes_of`: a `Ramp`, a `Broadcast`, a vector local, or any
 operation with a vector operand (scalar operands are broadcast implicitly).
 
     expr := Const | Var | Shape | Load | Binary | Unary | Cast | Fma | Select | TargetOp
-          | Overlaps | Threads | Reduce (kernel IR only)
+          | Overlaps | Threads | Ramp | Broadcast | HReduce | Shuffle (vectors)
+          | Reduce (kernel IR only)
     stmt := For | If | Assign | Store | Check | Alloc | Prefetch | IndexStore (kernel IR only)
 """
 
@@ -129,6 +130,22 @@ class HReduce:
 
 
 @dataclass(frozen=True, slots=True)
+class Shuffle:
+    """Lanes picked from two vectors of one lane count n: lane l of the result
+    is lane mask[l] of `a` (mask[l] < n) or lane mask[l] - n of `b` (LLVM's
+    shufflevector). Made by transforms (transpose_loads), not by the language."""
+
+    a: "Expr"
+    b: "Expr"
+    mask: tuple[int, ...]
+    span: Span | None = None
+
+    @property
+    def type(self) -> ScalarType:
+        return self.a.type
+
+
+@dataclass(frozen=True, slots=True)
 class Binary:
     """Arithmetic (+ - * / // % & | ^ << >>), comparison (== != < <= > >=),
     logical (and or, short-circuit), min and max. Both operands have one type;
@@ -227,7 +244,7 @@ class Reduce:
 
 
 Expr = (Const | Var | Shape | Load | Binary | Unary | Cast | Fma | Select | Overlaps | Reduce
-        | Ramp | Broadcast | HReduce | Threads | TargetOp)
+        | Ramp | Broadcast | HReduce | Shuffle | Threads | TargetOp)
 
 # ------------------------------------------------------------------ statements
 

@@ -260,6 +260,8 @@ class _Printer:
                 return f"broadcast({self.expr(value)}, {lanes})", ATOM
             case ir.HReduce(op, value, t):
                 return f"hreduce_{_HREDUCE_NAMES[op]}({self.expr(value, t)})", ATOM
+            case ir.Shuffle(a, b, mask):
+                return f"shuffle({self.expr(a, e.type)}, {self.expr(b, e.type)}, {list(mask)})", ATOM
             case ir.Binary():
                 return self.binary(e)
             case ir.Unary():

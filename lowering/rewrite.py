@@ -48,6 +48,8 @@ def map_children(e: ir.Expr, fn: ExprFn) -> ir.Expr:
             return replace(e, value=fn(value))
         case ir.TargetOp(_, args):
             return replace(e, args=tuple(fn(a) for a in args))
+        case ir.Shuffle(a, b):
+            return replace(e, a=fn(a), b=fn(b))
     return e
 
 
@@ -109,6 +111,8 @@ def child_exprs(e: ir.Expr) -> tuple[ir.Expr, ...]:
             return (base,)
         case ir.TargetOp(_, args):
             return args
+        case ir.Shuffle(a, b):
+            return (a, b)
     return ()
 
 

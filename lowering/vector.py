@@ -1,8 +1,9 @@
 """Vector values in the loop IR: how many lanes an expression has.
 
-A `Ramp` or `Broadcast` has its own lane count, a `Var` that of its symbol, and
-any other operation that of its widest operand (every vector operand of one
-operation has the same count; scalar operands are broadcast implicitly). An
+A `Ramp` or `Broadcast` has its own lane count, a `Var` that of its symbol, a
+`Shuffle` that of its mask, and any other operation that of its widest
+operand (every vector operand of one operation has the same count; scalar
+operands are broadcast implicitly). An
 `HReduce`, a `Shape` and a constant are scalars.
 """
 
@@ -18,6 +19,8 @@ def lanes_of(e: ir.Expr) -> int:
             return lanes
         case ir.Var(sym):
             return sym.lanes
+        case ir.Shuffle(mask=mask):
+            return len(mask)
         case ir.HReduce() | ir.Const() | ir.Shape() | ir.Overlaps() | ir.Threads():
             return 1
     return max((lanes_of(c) for c in child_exprs(e)), default=1)

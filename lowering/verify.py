@@ -280,6 +280,13 @@ class _Verifier:
                 self.expr(base)
                 self.expect(lanes_of(base) == 1 and 2 <= lanes, e, "ramp/broadcast needs a scalar and >= 2 lanes")
                 self.expect(not isinstance(e, ir.Ramp) or base.type == I64, e, "a ramp is i64")
+            case ir.Shuffle(a, b, mask):
+                self.typed(a, t, e, "the first shuffled vector")
+                self.typed(b, t, e, "the second shuffled vector")
+                n = lanes_of(a)
+                self.expect(n >= 2 and lanes_of(b) == n and len(mask) >= 2
+                            and all(0 <= m < 2 * n for m in mask), e,
+                            "shuffle picks >= 2 lanes of two vectors of one lane count")
             case ir.HReduce(op, value):
                 self.typed(value, t, e, "the vector reduced")
                 self.expect(op in ("+", "*", "min", "max") and lanes_of(value) > 1, e,
@@ -292,7 +299,7 @@ class _Verifier:
     def lanes(self, e) -> None:
         """Vector operands of one operation have one lane count (scalars broadcast)."""
         widths = {lanes_of(c) for c in child_exprs(e)} - {1}
-        if isinstance(e, (ir.Ramp, ir.Broadcast, ir.HReduce)):
+        if isinstance(e, (ir.Ramp, ir.Broadcast, ir.HReduce, ir.Shuffle)):
             return
         self.expect(len(widths) <= 1, e, f"operands with different lane counts {sorted(widths)}")
         if isinstance(e, ir.Load) and e.mask is not None:

@@ -17,13 +17,13 @@ from collections.abc import Callable
 import llvmlite.ir as ir
 
 from dsl.lowering.ir import (Binary, Broadcast, Cast, Const, Expr, Fma, HReduce, Load, Overlaps,
-                             Ramp, Select, Shape, TargetOp, Threads, Unary, Var)
+                             Ramp, Select, Shape, Shuffle, TargetOp, Threads, Unary, Var)
 from dsl.lowering.vector import lanes_of
 
 from ..errors import BackendError
 from .arith import COMPARISONS, emit_binary, emit_compare
 from .context import FunctionContext
-from .ltypes import I1, I64, const, reg_type, with_lanes
+from .ltypes import I1, I32, I64, const, int_const, reg_type, with_lanes
 from .mathops import emit_cast, emit_fma, emit_unary
 from .memory import load_element, overlaps
 from .runtime import num_threads
@@ -72,6 +72,9 @@ def emit_expr(cx: FunctionContext, e: Expr) -> ir.Value:
             return splat(cx, emit_expr(cx, v), lanes)
         case HReduce(op=op, value=v, type=t):
             return hreduce(cx, op, t, emit_expr(cx, v))
+        case Shuffle(a=a, b=b, mask=mask):
+            picks = ir.Constant(ir.VectorType(I32, len(mask)), [int_const(I32, m) for m in mask])
+            return cx.builder.shuffle_vector(emit_expr(cx, a), emit_expr(cx, b), picks)
     raise BackendError(f"cannot compile expression {type(e).__name__} in {cx.kernel.name}")
 
 
@@ -142,4 +145,6 @@ def may_load(e: Expr) -> bool:
             return may_load(a) or may_load(b) or may_load(c)
         case Ramp(base=x) | Broadcast(value=x) | HReduce(value=x):
             return may_load(x)
+        case Shuffle(a=a, b=b):
+            return may_load(a) or may_load(b)
     return True

@@ -3,10 +3,12 @@ unary permutation, e.g. `trus -> turs`), by the kernels of `stdlib/permute.tk`.
 
 The copy `out = x.transpose(axes)` runs over the axes of the two layouts,
 merged where both allow it and ordered so that the output's contiguous axis
-is innermost and the input's contiguous axis next to it: the kernels copy 32
-x 32 tiles of those two, so reads and writes both use whole cache lines.
-When the two share their contiguous axis, rows are copied whole instead
-(64 x 512 x 512, axes (1, 0, 2): 32 x 32 tiles read 32 rows 4 MiB apart).
+is innermost and the input's contiguous axis next to it. When both of those
+are contiguous, the whole 16 x 16 tiles of the two go to `tiles_*`, which
+transposes them in registers, and the ragged edges to `permute2/3_*` (32 x
+32 tiles, element by element). When the two share their contiguous axis,
+rows are copied whole instead (64 x 512 x 512, axes (1, 0, 2): 32 x 32
+tiles read 32 rows 4 MiB apart).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from .library import stdlib_library
 _BITS = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
 _library: list = []
 _SMALL_BATCH = 4  # fewer planes than this: each plane's tile rows go to the threads instead
+_TILE = 16  # the tiles of `tiles_*`
 
 
 def permute(x, axes, out=None) -> np.ndarray:
@@ -91,10 +94,33 @@ def _planes(lib, unsigned, src: np.ndarray, dst: np.ndarray) -> None:
             src, dst = src.transpose(1, 0, 2), dst.transpose(1, 0, 2)
         getattr(lib, f"rows3_{t}")(src, dst)
         return
-    if src.ndim == 2:
+    if _TILE <= min(src.shape[-2:]) and src.strides[-2] == dst.strides[-1] == src.itemsize and src.ndim <= 3:
+        _tiles(lib, t, src if src.ndim == 3 else src[None], dst if dst.ndim == 3 else dst[None])
+    elif src.ndim == 2:
         getattr(lib, f"permute2_{t}")(src, dst)
     elif src.ndim == 3 and src.shape[0] >= _SMALL_BATCH:
         getattr(lib, f"permute3_{t}")(src, dst)
     else:
         for i in range(src.shape[0]):
             _planes(lib, unsigned, src[i], dst[i])
+
+
+def _tiles(lib, t: str, src: np.ndarray, dst: np.ndarray) -> None:
+    """dst = src ([P, A, B]; src contiguous along A, dst along B): the whole
+    tiles by `tiles_<t>`, the last < 16 rows and columns by `permute3_<t>`."""
+    planes, rows, cols = src.shape
+    whole_rows, whole_cols = rows - rows % _TILE, cols - cols % _TILE
+    x = _split_tiles(src[:, :whole_rows, :whole_cols].transpose(0, 2, 1))
+    y = _split_tiles(dst[:, :whole_rows, :whole_cols])
+    getattr(lib, f"tiles_{t}")(x, y)
+    for edge in (np.s_[:, :, whole_cols:], np.s_[:, whole_rows:, :whole_cols]):
+        if src[edge].size:
+            getattr(lib, f"permute3_{t}")(src[edge], dst[edge])
+
+
+def _split_tiles(a: np.ndarray) -> np.ndarray:
+    """[P, R, C] (R, C multiples of 16) as the view [P, R / 16, 16, C / 16, 16]."""
+    p, r, c = a.shape
+    sp, sr, sc = a.strides
+    shape = (p, r // _TILE, _TILE, c // _TILE, _TILE)
+    return np.lib.stride_tricks.as_strided(a, shape, (sp, sr * _TILE, sr, sc * _TILE, sc), writeable=a.flags.writeable)

@@ -31,7 +31,9 @@ def to_lanes(rows: np.ndarray) -> np.ndarray:
         padded[:count] = rows
         rows = padded
     out = np.empty((groups, n, LANES), np.float32)
-    quant_library("quant_lanes").lanes_f32(rows.reshape(groups, LANES, n), out)
+    tiles = n // LANES  # n: 256 values a block (the k-quants)
+    quant_library("quant_lanes").lanes_f32(rows.reshape(groups, LANES, tiles, LANES),
+                                           out.reshape(groups, tiles, LANES, LANES))
     return out
 
 

@@ -15,12 +15,12 @@ from .. import ir
 from ..verify import verify
 from ..machine import Machine
 from ..schedule_space import pick as pick_candidate
-from . import (auto_parallel, contract, fuse, hoist, if_convert, pack_operand, parallel, reorder, split, tile, unroll,
-               vectorize)
+from . import (auto_parallel, contract, fuse, hoist, if_convert, pack_operand, parallel, reorder, split, tile,
+               transpose_loads, unroll, vectorize)
 from .nest import ScheduleError
 
 PASSES = {p.name: p for p in (split, tile, reorder, unroll, parallel, fuse, vectorize, hoist, pack_operand, contract)}
-PRINTABLE = (*PASSES, "auto")  # names `--print-after` accepts for the schedule's passes
+PRINTABLE = (*PASSES, "auto", transpose_loads.name)  # names `--print-after` accepts for the schedule's passes
 
 
 def apply_schedule(kernel: ir.Kernel, after=None, check: bool = True, machine: Machine = Machine(),
@@ -55,4 +55,11 @@ def apply_schedule(kernel: ir.Kernel, after=None, check: bool = True, machine: M
             verify(kernel, "loops")
         if after is not None:
             after(directive.name, kernel)
+    transposed = transpose_loads.run(kernel, machine)
+    if transposed is not kernel:
+        kernel = transposed
+        if check:
+            verify(kernel, "loops")
+        if after is not None:
+            after(transpose_loads.name, kernel)
     return replace(kernel, schedule=())

@@ -29,6 +29,17 @@ def test_dtypes(dtype):
     assert np.array_equal(dsl.ops.permute(x, (2, 0, 1)), x.transpose(2, 0, 1))
 
 
+@pytest.mark.parametrize("dtype", [np.uint8, np.int16, np.float32, np.float64])
+@pytest.mark.parametrize("shape, axes", [((16, 16), (1, 0)), ((48, 80), (1, 0)), ((37, 70), (1, 0)),
+                                         ((3, 33, 50), (0, 2, 1)), ((20, 17, 5), (2, 1, 0))])
+def test_whole_tiles_and_ragged_edges(dtype, shape, axes):
+    """Transposes of >= 16 x 16: whole tiles in registers, the rest element by element."""
+    x = rand(shape, dtype, seed=sum(shape))
+    assert np.array_equal(dsl.ops.permute(x, axes), x.transpose(axes))
+    view = x[..., 1:]  # rows no longer contiguous after each other
+    assert np.array_equal(dsl.ops.permute(view, axes), view.transpose(axes))
+
+
 def test_nan_bits_kept():
     x = np.array([[np.nan, -0.0], [1.0, np.inf]], np.float32)
     x.view(np.uint32)[0, 0] = 0x7FC01234  # a NaN with a payload

@@ -14,9 +14,10 @@ def compile_to(text: str, stage: str, **options):
     return compile_source(Source("t.tk", text), CompileOptions(**options), stop_after=stage)
 
 
-def load_library(text: str, tmp_path_factory, name: str = "k"):
-    """The kernels of `text`, compiled for this machine and loaded."""
-    job = compile_to(text, "obj")
+def load_library(text: str, tmp_path_factory, name: str = "k", **options):
+    """The kernels of `text`, compiled for this machine (or `cpu=...` of its
+    architecture) and loaded."""
+    job = compile_to(text, "obj", **options)
     path = tmp_path_factory.mktemp(name) / f"{name}.so"
     link_shared(job.obj, path, job.target)
     return dsl.load(path)

@@ -1,0 +1,200 @@
+"""Strided vector loads as transposes in registers (run after every schedule).
+
+After `vectorize(j)`, a load whose lanes step along an outer axis of a tensor
+is a gather. When the loop around it moves along the tensor's contiguous
+innermost axis, W of its iterations read a W x W block of the tensor column
+by column:
+
+    for i in range(0, 16):                        for i.t in range(0, 1):
+        Y[i, j0 + ramp(0, 1, 16)] =                   r0 = X[j0 + 0, ramp(i.t * 16, 1, 16)]   # rows:
+            X[j0 + ramp(0, 1, 16), i]       -->       ...                                    # contiguous
+                                                      r15 = X[j0 + 15, ramp(i.t * 16, 1, 16)]
+                                                      c0, ..., c15 = shuffles of r0 ... r15  # the transpose
+                                                      Y[i.t * 16 + 0, j0 + ramp(0, 1, 16)] = c0
+                                                      ...
+
+The block is read row by row instead (W contiguous loads) and transposed with
+log2(W) rounds of interleaving shuffles (`ir.Shuffle`); the W iterations of
+the loop become W copies of its body, each taking its column. Same elements,
+same values: a gather touches W cache lines per vector, the rows one each.
+
+Applies to a loop with a constant trip count that W divides, whose body is
+straight-line code (assignments and stores), to unmasked loads proven in
+bounds (`safe`), of a power-of-two lane count W, whose one vector index is a
+single ramp on an axis other than the innermost, and whose innermost index is
+`base + i` (the loop variable with coefficient 1; `base` free of it). The
+tensor must not be written in the loop (nor anything, in an `inplace` kernel,
+where outputs may alias it): the rows are read before the copies run.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from .. import ir
+from ..bounds_proof import linear
+from ..machine import Machine
+from ..rewrite import map_expr, map_stmts, stmt_exprs, walk_expr
+from ..vector import lanes_of
+from .dependence import expr_key
+from .nest import add, i64, mul, substitute, substitute_expr
+
+name = "transpose_loads"
+MAX_BLOCKS = 2  # transposes per loop: each holds 2W vectors live
+MAX_STATEMENTS = 512  # of the copied body
+
+
+def run(kernel: ir.Kernel, machine: Machine) -> ir.Kernel:
+    """Every eligible loop of `kernel` rewritten (innermost first); `machine`
+    tells how many lanes one register holds. `kernel` itself when none is."""
+    changed = []
+
+    def rewrite(s: ir.Stmt):
+        new = _rewrite(kernel, s, machine)
+        changed.append(new is not None)
+        return new
+
+    body = map_stmts(kernel.body, None, rewrite)
+    return replace(kernel, body=body) if any(changed) else kernel
+
+
+def _rewrite(kernel: ir.Kernel, loop: ir.Stmt, machine: Machine):
+    if not isinstance(loop, ir.For) or loop.kind == "parallel" or loop.step != 1:
+        return None
+    if not (isinstance(loop.start, ir.Const) and isinstance(loop.stop, ir.Const)):
+        return None
+    if any(not isinstance(s, (ir.Assign, ir.Store)) for s in loop.body):
+        return None
+    blocks = _blocks(kernel, loop)
+    if not blocks:
+        return None
+    width = lanes_of(blocks[0])
+    trips = loop.stop.value - loop.start.value
+    if any(lanes_of(b) != width for b in blocks) or trips % width or len(loop.body) * width > MAX_STATEMENTS:
+        return None
+    return _transposed(loop, blocks, width, trips, machine)
+
+
+def _blocks(kernel: ir.Kernel, loop: ir.For) -> list[ir.Load]:
+    """The distinct loads of `loop`'s body that a transpose can serve."""
+    written = {s.tensor for s in loop.body if isinstance(s, ir.Store)}
+    found: dict = {}
+    for s in loop.body:
+        for e in stmt_exprs(s):
+            for n in walk_expr(e):
+                if isinstance(n, ir.Load) and _eligible(n, loop.var):
+                    if n.tensor in written or (written and kernel.options.inplace):
+                        return []
+                    found.setdefault(expr_key(n), n)
+    return list(found.values())[:MAX_BLOCKS]
+
+
+def _eligible(load: ir.Load, var: ir.Sym) -> bool:
+    width = lanes_of(load)
+    if load.mask is not None or not load.safe or width < 2 or width & (width - 1):
+        return False
+    *outer, inner = load.indices
+    form = linear(inner)
+    if lanes_of(inner) != 1 or form is None or form.get(var) != 1 or _uses_var(inner, var, exclude_top=True):
+        return False
+    vector_axes = [i for i in outer if lanes_of(i) > 1]
+    if len(vector_axes) != 1 or any(_uses_var(i, var) for i in outer):
+        return False
+    vectors = [n for n in walk_expr(vector_axes[0]) if lanes_of(n) > 1]
+    ramps = [n for n in vectors if isinstance(n, ir.Ramp)]
+    # Only the ramp and the operations over it are vectors (no vector locals).
+    return len(ramps) == 1 and all(isinstance(n, (ir.Ramp, ir.Binary, ir.Unary)) for n in vectors)
+
+
+def _uses_var(e: ir.Expr, var: ir.Sym, exclude_top: bool = False) -> bool:
+    """Does `e` read `var` other than linearly (exclude_top: beyond the one
+    linear use `linear` accounted for)?"""
+    uses = sum(1 for n in walk_expr(e) if isinstance(n, ir.Var) and n.sym is var)
+    return uses > (1 if exclude_top else 0)
+
+
+def _transposed(loop: ir.For, blocks: list[ir.Load], width: int, trips: int, machine: Machine) -> list[ir.Stmt]:
+    """The loop's W iterations as W copies of its body after the transposes.
+    A block wider than a register is done in pieces of n = one register of
+    lanes: the pieces of columns q n ... q n + n - 1 just before their copies,
+    so only those columns are live at a time."""
+    step = ir.Sym(f"{loop.name}.t", loop.var.type, "loop")
+    first = add(loop.start, mul(ir.Var(step), i64(width))) if trips > width else loop.start
+    n = min(width, max(2, min(machine.lanes(b.type) for b in blocks)))
+    body: list[ir.Stmt] = []
+    for q in range(width // n):
+        columns: dict = {}
+        for k, load in enumerate(blocks):
+            stmts, columns[expr_key(load)] = _columns(load, loop.var, first, q, n, f"{load.tensor.name}.{k}",
+                                                     loop.span)
+            body.extend(stmts)
+        for c in range(n):
+            def pick(e: ir.Expr, c=c) -> ir.Expr:
+                cols = columns.get(expr_key(e)) if isinstance(e, ir.Load) else None
+                return cols[c] if cols is not None else e
+            copy = map_stmts(loop.body, pick)
+            body.extend(substitute(copy, {loop.var: add(first, i64(q * n + c))}))
+    if trips == width:
+        return body
+    return [ir.For(step, i64(0), i64(trips // width), 1, tuple(body), f"{loop.name}.t", loop.kind, loop.span)]
+
+
+def _columns(load: ir.Load, var: ir.Sym, first: ir.Expr, q: int, n: int, label: str,
+             span) -> tuple[list[ir.Stmt], list[ir.Var]]:
+    """Statements putting columns q n ... q n + n - 1 of the W x W block that
+    `load` gathers from into the returned locals: for each n x n piece down
+    the block, n contiguous loads and their transpose; the pieces end to end."""
+    width = lanes_of(load)
+    out: list[ir.Stmt] = []
+
+    def local(name: str, value: ir.Expr, lanes: int) -> ir.Var:
+        sym = ir.Sym(f"{label}.{name}", value.type, "local", lanes=lanes)
+        out.append(ir.Assign(sym, value, span))
+        return ir.Var(sym)
+
+    parts: list[list[ir.Expr]] = [[] for _ in range(n)]
+    for p in range(width // n):
+        rows = [local(f"r{p * n + s}" + (f".{q}" if n < width else ""),
+                      _row(load, var, add(first, i64(q * n)), p * n + s, n), n) for s in range(n)]
+        for c, col in enumerate(_interleave_rounds(rows, local, f".{p}.{q}" if n < width else "")):
+            parts[c].append(col)
+    return out, [_join(column, local, f"c{q * n + c}") for c, column in enumerate(parts)]
+
+
+def _row(load: ir.Load, var: ir.Sym, first: ir.Expr, s: int, lanes: int) -> ir.Load:
+    """Lane s of the gather's ramp, `lanes` consecutive elements from `first` along the last axis."""
+    def lane(e: ir.Expr) -> ir.Expr:
+        if isinstance(e, ir.Ramp):
+            return add(e.base, i64(s * e.stride))
+        return e
+
+    *outer, inner = load.indices
+    outer = [map_expr(i, lane) if lanes_of(i) > 1 else i for i in outer]
+    inner = substitute_expr(inner, {var: ir.Ramp(first, 1, lanes)})
+    return replace(load, indices=(*outer, inner))
+
+
+def _interleave_rounds(block: list[ir.Expr], local, tag: str) -> list[ir.Expr]:
+    """The columns of a square block: log2(n) rounds of
+    `new[2k], new[2k+1] = interleave(old[k], old[k + n/2])` (low, high halves)."""
+    n = len(block)
+    half = n // 2
+    low = tuple(m for lane in range(half) for m in (lane, n + lane))
+    high = tuple(m + half for m in low)
+    for r in range(n.bit_length() - 1):
+        block = [local(f"s{r}.{which}{k}{tag}", ir.Shuffle(block[k], block[k + half], mask), n)
+                 for k in range(half) for which, mask in (("lo", low), ("hi", high))]
+    return block
+
+
+def _join(parts: list[ir.Expr], local, name: str) -> ir.Var:
+    """One local holding `parts` end to end (pairwise concatenation)."""
+    while len(parts) > 1:
+        n = lanes_of(parts[0])
+        both = tuple(range(2 * n))
+        last = len(parts) == 2
+        parts = [local(name if last else f"{name}.{k}", ir.Shuffle(a, b, both), 2 * n)
+                 for k, (a, b) in enumerate(zip(parts[0::2], parts[1::2]))]
+    if not isinstance(parts[0], ir.Var):
+        return local(name, parts[0], lanes_of(parts[0]))
+    return parts[0]
