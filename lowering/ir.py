@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from dsl.grammar.diagnostics import Span
 
 from .types import BOOL, I64, ScalarType
+from .ir_vector import Broadcast, HReduce, Ramp, Shuffle  # noqa: F401 (part of the IR)
 
 _ids = itertools.count()
 
@@ -93,56 +94,6 @@ class Load:
     span: Span | None = None
     safe: bool = False  # proven in bounds (set by `guard.mark_proven`)
     mask: "Expr | None" = None  # vector loads: only lanes where the mask is true
-
-
-@dataclass(frozen=True, slots=True)
-class Ramp:
-    """The i64 vector (base, base + stride, ..., base + (lanes - 1) * stride)."""
-
-    base: "Expr"
-    stride: int
-    lanes: int
-    span: Span | None = None
-    type: ScalarType = I64
-
-
-@dataclass(frozen=True, slots=True)
-class Broadcast:
-    """A scalar repeated in every lane."""
-
-    value: "Expr"
-    lanes: int
-    span: Span | None = None
-
-    @property
-    def type(self) -> ScalarType:
-        return self.value.type
-
-
-@dataclass(frozen=True, slots=True)
-class HReduce:
-    """The lanes of a vector combined with `op` (+, *, min, max) into a scalar."""
-
-    op: str
-    value: "Expr"
-    type: ScalarType
-    span: Span | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class Shuffle:
-    """Lanes picked from two vectors of one lane count n: lane l of the result
-    is lane mask[l] of `a` (mask[l] < n) or lane mask[l] - n of `b` (LLVM's
-    shufflevector). Made by transforms (transpose_loads), not by the language."""
-
-    a: "Expr"
-    b: "Expr"
-    mask: tuple[int, ...]
-    span: Span | None = None
-
-    @property
-    def type(self) -> ScalarType:
-        return self.a.type
 
 
 @dataclass(frozen=True, slots=True)

@@ -95,10 +95,10 @@ def _eligible(load: ir.Load, var: ir.Sym) -> bool:
         return False
     *outer, inner = load.indices
     form = linear(inner)
-    if lanes_of(inner) != 1 or form is None or form.get(var) != 1 or _uses_var(inner, var, exclude_top=True):
+    if lanes_of(inner) != 1 or form is None or form.get(var) != 1 or _uses(inner, var) != 1:
         return False
     vector_axes = [i for i in outer if lanes_of(i) > 1]
-    if len(vector_axes) != 1 or any(_uses_var(i, var) for i in outer):
+    if len(vector_axes) != 1 or any(_uses(i, var) for i in outer):
         return False
     vectors = [n for n in walk_expr(vector_axes[0]) if lanes_of(n) > 1]
     ramps = [n for n in vectors if isinstance(n, ir.Ramp)]
@@ -106,11 +106,9 @@ def _eligible(load: ir.Load, var: ir.Sym) -> bool:
     return len(ramps) == 1 and all(isinstance(n, (ir.Ramp, ir.Binary, ir.Unary)) for n in vectors)
 
 
-def _uses_var(e: ir.Expr, var: ir.Sym, exclude_top: bool = False) -> bool:
-    """Does `e` read `var` other than linearly (exclude_top: beyond the one
-    linear use `linear` accounted for)?"""
-    uses = sum(1 for n in walk_expr(e) if isinstance(n, ir.Var) and n.sym is var)
-    return uses > (1 if exclude_top else 0)
+def _uses(e: ir.Expr, var: ir.Sym) -> int:
+    """How many times `e` reads `var`."""
+    return sum(1 for n in walk_expr(e) if isinstance(n, ir.Var) and n.sym is var)
 
 
 def _transposed(loop: ir.For, blocks: list[ir.Load], width: int, trips: int, machine: Machine) -> list[ir.Stmt]:
@@ -195,6 +193,4 @@ def _join(parts: list[ir.Expr], local, name: str) -> ir.Var:
         last = len(parts) == 2
         parts = [local(name if last else f"{name}.{k}", ir.Shuffle(a, b, both), 2 * n)
                  for k, (a, b) in enumerate(zip(parts[0::2], parts[1::2]))]
-    if not isinstance(parts[0], ir.Var):
-        return local(name, parts[0], lanes_of(parts[0]))
     return parts[0]
