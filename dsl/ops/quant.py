@@ -94,15 +94,37 @@ def quantize(x: np.ndarray, qtype: str) -> np.ndarray:
 def quantize_blocks(rows: np.ndarray, qtype: str, kernel: str) -> np.ndarray:
     """q8_0 or q8_K blocks of `rows` (float32 [count, block], C-contiguous) by
     `stdlib/quant_q8.tk`'s `<kernel>_<qtype>` ('quantize': all cores,
-    'activations': one), which quantize each block in its own layout."""
+    'activations': one)."""
     out = np.empty((rows.shape[0], FORMATS[qtype].nbytes), np.uint8)
+    if not rows.shape[0]:
+        return out
+    run = getattr(quant_library("quant_q8"), f"{kernel}_{qtype}")
     if qtype == "q8_k":
-        views = out.view(np.int8), out.view(np.float32), out.view(np.int16)
+        run(rows, out.view(np.int8), out.view(np.float32), out.view(np.int16))
     else:
-        views = out.view(np.int8), out.view(np.float16)
-    if rows.shape[0]:
-        getattr(quant_library("quant_q8"), f"{kernel}_{qtype}")(rows, *views)
+        _q8_0_groups(run, rows, out)
     return out
+
+
+def _q8_0_groups(run, rows: np.ndarray, out: np.ndarray) -> None:
+    """q8_0 blocks in groups of LANES (one block per vector lane); a last,
+    partial group goes through a zero-padded copy."""
+    whole = rows.shape[0] // LANES * LANES
+    if whole:
+        _q8_0_run(run, rows[:whole], out[:whole])
+    if whole < rows.shape[0]:
+        padded = np.zeros((LANES, rows.shape[1]), np.float32)
+        padded[: rows.shape[0] - whole] = rows[whole:]
+        tail = np.empty((LANES, out.shape[1]), np.uint8)
+        _q8_0_run(run, padded, tail)
+        out[whole:] = tail[: rows.shape[0] - whole]
+
+
+def _q8_0_run(run, rows: np.ndarray, out: np.ndarray) -> None:
+    groups = rows.shape[0] // LANES
+    inv = np.empty((groups, LANES), np.float32)  # each block's 1 / d, between the kernel's two loops
+    run(rows.reshape(groups, LANES, -1), out.view(np.int8).reshape(groups, LANES, -1),
+        out.view(np.float16).reshape(groups, LANES, -1), inv)
 
 
 def _quantize_k(xl: np.ndarray, blocks: np.ndarray, out: np.ndarray, nmax: int, rmin: float, nstep: int) -> None:

@@ -84,12 +84,18 @@ def test_bytes_equal_ggml_with_nan_and_inf(qtype):
 def test_interpreter_agrees_q8(qtype):
     from dsl.ops.quant import quantize_blocks
 
-    x = rows("heavy", 3, 512, seed=2).reshape(-1, FORMATS[qtype].block)
+    x = rows("heavy", 3, 512, seed=2).reshape(-1, FORMATS[qtype].block)  # 48 q8_0 blocks: 3 groups
     x[0, 5] = np.nan
+    x[-1, 31] = np.nan  # the last value of the last q8_0 block
     compiled = quantize_blocks(x, qtype, "quantize")
     out = np.zeros_like(compiled)
-    types = (np.int8, np.float32, np.int16) if qtype == "q8_k" else (np.int8, np.float16)
-    interpret("quant_q8", f"quantize_{qtype}", x, *(out.view(t) for t in types))
+    if qtype == "q8_k":
+        interpret("quant_q8", "quantize_q8_k", x, out.view(np.int8), out.view(np.float32), out.view(np.int16))
+    else:
+        groups = x.shape[0] // LANES
+        interpret("quant_q8", "quantize_q8_0", x.reshape(groups, LANES, 32),
+                  out.view(np.int8).reshape(groups, LANES, 34), out.view(np.float16).reshape(groups, LANES, 17),
+                  np.zeros((groups, LANES), np.float32))
     np.testing.assert_array_equal(out, compiled)
 
 
