@@ -85,10 +85,22 @@ def quantize(x: np.ndarray, qtype: str) -> np.ndarray:
         out = quantize_blocks(rows, fmt.name, "quantize")
     else:
         out = np.empty((groups_of(count) * LANES, fmt.nbytes), np.uint8)
-        if count:
-            blocks = out.reshape(-1, LANES, fmt.nbytes)
-            _QUANTIZERS[fmt.name](to_lanes(rows), blocks, out[:count])
+        blocks = out.reshape(-1, LANES, fmt.nbytes)
+        step = _CHUNK_GROUPS * LANES
+        for start in range(0, count, step):
+            stop = min(start + step, count)
+            first = start // LANES
+            _QUANTIZERS[fmt.name](to_lanes(rows[start:stop]), blocks[first:first + groups_of(stop - start)],
+                                  out[start:stop])
     return out[:count].reshape(*dims[:-1], dims[-1] // fmt.block * fmt.nbytes)
+
+
+# The k-quants run in chunks of this many groups: a chunk's blocks in lanes (8
+# MiB of float32) stay in the last-level cache from the regrouping to the
+# search, and buffers of this size are reused by malloc from call to call,
+# where one buffer for a whole large matrix comes fresh from mmap each time
+# (page faults cost ~2 us a page here: 9 ms for 64 MiB).
+_CHUNK_GROUPS = 512
 
 
 def quantize_blocks(rows: np.ndarray, qtype: str, kernel: str) -> np.ndarray:

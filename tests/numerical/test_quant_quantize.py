@@ -59,6 +59,15 @@ def test_one_block_and_views(qtype):
     assert_same_blocks(dsl.ops.quantize(view, qtype), ggml_ref.quantize(np.ascontiguousarray(view), qtype), qtype)
 
 
+@pytest.mark.parametrize("qtype", ("q4_k", "q5_k", "q6_k"))
+def test_bytes_equal_ggml_across_chunks(qtype, monkeypatch):
+    from dsl.ops import quant
+
+    monkeypatch.setattr(quant, "_CHUNK_GROUPS", 2)  # 74 blocks: chunks of 32, 32 and 10
+    x = rows("mixed", 37, 512, seed=4)
+    assert_same_blocks(dsl.ops.quantize(x, qtype), ggml_ref.quantize(x, qtype), qtype)
+
+
 @pytest.mark.parametrize("qtype", QTYPES)
 def test_llama_cpp_total_error_bound(qtype):
     # llama.cpp's test-quantize-fns: 0.1 + 2 cos(i), n = 4096, sqrt(sum d^2) / n < 0.002
