@@ -31,9 +31,11 @@ def test_dtypes(dtype):
 
 @pytest.mark.parametrize("dtype", [np.uint8, np.int16, np.float32, np.float64])
 @pytest.mark.parametrize("shape, axes", [((16, 16), (1, 0)), ((48, 80), (1, 0)), ((37, 70), (1, 0)),
-                                         ((3, 33, 50), (0, 2, 1)), ((20, 17, 5), (2, 1, 0))])
+                                         ((3, 33, 50), (0, 2, 1)), ((20, 17, 5), (2, 1, 0)),
+                                         ((6, 40, 35), (0, 2, 1)), ((33, 5, 40), (2, 1, 0))])
 def test_whole_tiles_and_ragged_edges(dtype, shape, axes):
-    """Transposes of >= 16 x 16: whole tiles in registers, the rest element by element."""
+    """Transposes of >= 16 x 16: whole tiles in registers (rows of tiles on the
+    threads for 3 planes, whole planes for 5 or 6), the rest element by element."""
     x = rand(shape, dtype, seed=sum(shape))
     assert np.array_equal(dsl.ops.permute(x, axes), x.transpose(axes))
     view = x[..., 1:]  # rows no longer contiguous after each other
