@@ -95,10 +95,8 @@ class VectorCompiler:
 
     def vector_lanes(self, e: ir.Expr) -> int:
         """The lane count of `e`; its vector operands must agree (the verifier's rule)."""
-        if isinstance(e, (ir.Ramp, ir.Broadcast)):
-            return e.lanes
-        if isinstance(e, ir.Shuffle):
-            return len(e.mask)
+        if isinstance(e, (ir.Ramp, ir.Broadcast, ir.Shuffle)):  # lanes of their own
+            return lanes_of(e)
         widths = {lanes_of(c) for c in child_exprs(e)} - {1}
         if len(widths) > 1:
             raise TypeError(f"the interpreter cannot mix lane counts {sorted(widths)} in one "

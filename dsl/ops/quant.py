@@ -14,7 +14,7 @@ import numpy as np
 
 from .arrays import as_view
 from .quant_formats import FORMATS, block_rows, check_shape, quant_format, quant_library
-from .quant_lanes import LANES, empty_lanes, from_lanes, groups_of, to_lanes
+from .quant_lanes import LANES, empty_lanes, from_lanes, groups_of, padded_to_groups, to_lanes
 
 from .quant_matmul import qmatmul, qmatvec
 
@@ -61,6 +61,14 @@ def dequantize(blocks: np.ndarray, qtype: str, shape, out: np.ndarray | None = N
     return out
 
 
+# The k-quants run in chunks of this many groups: a chunk's blocks in lanes (8
+# MiB of float32) stay in the last-level cache from the regrouping to the
+# search, and buffers of this size are reused by malloc from call to call,
+# where one buffer for a whole large matrix comes fresh from mmap each time
+# (page faults cost ~2 us a page here: 9 ms for 64 MiB).
+_CHUNK_GROUPS = 512
+
+
 def quantize(x: np.ndarray, qtype: str) -> np.ndarray:
     """`x` (float32, rows a whole number of blocks) in GGML's `qtype` blocks, as uint8.
 
@@ -95,48 +103,28 @@ def quantize(x: np.ndarray, qtype: str) -> np.ndarray:
     return out[:count].reshape(*dims[:-1], dims[-1] // fmt.block * fmt.nbytes)
 
 
-# The k-quants run in chunks of this many groups: a chunk's blocks in lanes (8
-# MiB of float32) stay in the last-level cache from the regrouping to the
-# search, and buffers of this size are reused by malloc from call to call,
-# where one buffer for a whole large matrix comes fresh from mmap each time
-# (page faults cost ~2 us a page here: 9 ms for 64 MiB).
-_CHUNK_GROUPS = 512
-
-
 def quantize_blocks(rows: np.ndarray, qtype: str, kernel: str) -> np.ndarray:
     """q8_0 or q8_K blocks of `rows` (float32 [count, block], C-contiguous) by
     `stdlib/quant_q8.tk`'s `<kernel>_<qtype>` ('quantize': all cores,
     'activations': one)."""
-    out = np.empty((rows.shape[0], FORMATS[qtype].nbytes), np.uint8)
-    if not rows.shape[0]:
-        return out
+    count, nbytes = rows.shape[0], FORMATS[qtype].nbytes
     run = getattr(quant_library("quant_q8"), f"{kernel}_{qtype}")
     if qtype == "q8_k":
-        run(rows, out.view(np.int8), out.view(np.float32), out.view(np.int16))
-    else:
-        _q8_0_groups(run, rows, out)
-    return out
-
-
-def _q8_0_groups(run, rows: np.ndarray, out: np.ndarray) -> None:
-    """q8_0 blocks in groups of LANES (one block per vector lane); a last,
-    partial group goes through a zero-padded copy."""
-    whole = rows.shape[0] // LANES * LANES
-    if whole:
-        _q8_0_run(run, rows[:whole], out[:whole])
-    if whole < rows.shape[0]:
-        padded = np.zeros((LANES, rows.shape[1]), np.float32)
-        padded[: rows.shape[0] - whole] = rows[whole:]
-        tail = np.empty((LANES, out.shape[1]), np.uint8)
-        _q8_0_run(run, padded, tail)
-        out[whole:] = tail[: rows.shape[0] - whole]
-
-
-def _q8_0_run(run, rows: np.ndarray, out: np.ndarray) -> None:
-    groups = rows.shape[0] // LANES
-    inv = np.empty((groups, LANES), np.float32)  # each block's 1 / d, between the kernel's two loops
-    run(rows.reshape(groups, LANES, -1), out.view(np.int8).reshape(groups, LANES, -1),
-        out.view(np.float16).reshape(groups, LANES, -1), inv)
+        out = np.empty((count, nbytes), np.uint8)
+        if count:
+            run(rows, out.view(np.int8), out.view(np.float32), out.view(np.int16))
+        return out
+    # q8_0: groups of LANES blocks, one per vector lane; a partial last group
+    # from a zero-padded copy of its blocks, into the rows past `count`
+    out = np.empty((groups_of(count) * LANES, nbytes), np.uint8)
+    whole = count // LANES * LANES
+    for part, blocks in ((slice(0, whole), rows[:whole]), (slice(whole, None), padded_to_groups(rows[whole:]))):
+        if blocks.shape[0]:
+            groups = blocks.shape[0] // LANES
+            inv = np.empty((groups, LANES), np.float32)  # each block's 1 / d, between the kernel's two loops
+            run(blocks.reshape(groups, LANES, -1), out[part].view(np.int8).reshape(groups, LANES, -1),
+                out[part].view(np.float16).reshape(groups, LANES, -1), inv)
+    return out[:count]
 
 
 def _quantize_k(xl: np.ndarray, blocks: np.ndarray, out: np.ndarray, nmax: int, rmin: float, nstep: int) -> None:

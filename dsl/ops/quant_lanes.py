@@ -22,14 +22,20 @@ def groups_of(count: int) -> int:
     return -(-count // LANES)
 
 
+def padded_to_groups(rows: np.ndarray) -> np.ndarray:
+    """float32 [blocks, n] with zero blocks appended up to a whole number of groups."""
+    count, n = rows.shape
+    if count % LANES == 0:
+        return rows
+    padded = np.zeros((groups_of(count) * LANES, n), np.float32)
+    padded[:count] = rows
+    return padded
+
+
 def to_lanes(rows: np.ndarray) -> np.ndarray:
     """float32 [blocks, n] (C-contiguous) -> [groups, n, LANES], zero-padded."""
-    count, n = rows.shape
-    groups = groups_of(count)
-    if count % LANES:
-        padded = np.zeros((groups * LANES, n), np.float32)
-        padded[:count] = rows
-        rows = padded
+    rows = padded_to_groups(rows)
+    groups, n = rows.shape[0] // LANES, rows.shape[1]
     out = np.empty((groups, n, LANES), np.float32)
     tiles = n // LANES  # n: 256 values a block (the k-quants)
     quant_library("quant_lanes").lanes_f32(rows.reshape(groups, LANES, tiles, LANES),
