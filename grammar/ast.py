@@ -182,7 +182,16 @@ class ExprStmt:
     span: Span
 
 
-Stmt = For | If | Assign | AugAssign | Return | Pass | ExprStmt
+@dataclass(frozen=True, slots=True)
+class LocalDecl:
+    """`name: f32[4, 8]`: a local array of constant shape, zero at this statement."""
+
+    name: str
+    annotation: "TypeExpr"
+    span: Span
+
+
+Stmt = For | If | Assign | AugAssign | Return | Pass | ExprStmt | LocalDecl
 
 # ---------------------------------------------------------------- declarations
 

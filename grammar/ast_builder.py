@@ -14,7 +14,7 @@ from lark import Transformer
 
 from .ast import (
     Assign, AugAssign, BinOp, BoolLit, BoolOp, Call, Compare, Decorator, ExprStmt, FloatLit,
-    For, FunctionDef, If, IfExp, Import, IntLit, Keyword, Module, Name, Param, Pass, Return,
+    For, FunctionDef, If, IfExp, Import, IntLit, Keyword, LocalDecl, Module, Name, Param, Pass, Return,
     Subscript, TypeExpr, UnaryOp,
 )
 from .diagnostics import Span
@@ -148,6 +148,10 @@ class Builder(Transformer):
 
     def pass_stmt(self, c):
         return Pass(token_span(c[0]))
+
+    def local_decl(self, c):
+        name, _colon, annotation = c
+        return LocalDecl(name.value, annotation, _span(name, annotation))
 
     def expr_stmt(self, c):
         _check_depth(c[0])

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from .ast import (
     Assign, AugAssign, BinOp, BoolLit, BoolOp, Call, Compare, Decorator, ExprStmt, FloatLit,
-    For, FunctionDef, If, IfExp, IntLit, Keyword, Module, Name, Pass, Return,
+    For, FunctionDef, If, IfExp, IntLit, Keyword, LocalDecl, Module, Name, Pass, Return,
     Subscript, TypeExpr, UnaryOp,
 )
 
@@ -123,6 +123,8 @@ def _stmt(stmt, depth: int, lines: list[str]) -> None:
             lines.append(f"{pad}Return {format_expr(value)}{_at(stmt)}")
         case Pass():
             lines.append(f"{pad}Pass{_at(stmt)}")
+        case LocalDecl(name=name, annotation=annotation):
+            lines.append(f"{pad}Local {name}: {format_type(annotation)}{_at(stmt)}")
         case ExprStmt(value=value):
             lines.append(f"{pad}Expr {format_expr(value)}{_at(stmt)}")
         case _:

@@ -160,9 +160,12 @@ def _assignment_rule(f: _Failure):
             return "default parameter values are not supported", token_span(f.tok)
         if f.layout.assigned and f.inside is None:
             return "chained assignment is not supported; write one assignment per line", token_span(f.tok)
+        if f.inside is None and f.head.type == "NAME" and "_NL" in f.expected and "PLUS" not in f.expected:
+            return ("a declaration takes no value: a local array starts at zero, and a scalar local "
+                    f"needs none (write '{f.head} = value')"), token_span(f.tok)
         return "'=' is assignment; did you mean '=='?", token_span(f.tok)
-    if f.kind == "COLON" and f.prev is f.head and f.prev.type == "NAME" and f.inside is None:
-        return "variable annotations are not supported; write 'x = value'", token_span(f.tok)
+    if f.prev is not None and f.prev.type == "COLON" and f.head.type == "NAME" and f.inside is None:
+        return f"expected a type after ':', as in '{f.head}: f32[4]' (a local array)", f.here()
     if f.kind == "COMMA" and f.inside in (None, "paren") and f.head.type != "FOR":
         return "unexpected ','; tuples are not supported", token_span(f.tok)
     return None

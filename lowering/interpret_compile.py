@@ -190,6 +190,8 @@ class Compiler(VectorCompiler):
                 return self.check(s)
             case ir.Alloc():
                 return self.alloc(s)
+            case ir.LocalArray(buffer):
+                return self.local_array(buffer)
             case ir.Prefetch():
                 return lambda env: None  # a hint to the cache, nothing to compute
             case ir.IndexStore(indices, store):
@@ -227,6 +229,16 @@ class Compiler(VectorCompiler):
             env[ts + 1] = (n,)
 
         return run_alloc
+
+    def local_array(self, buffer: ir.TensorParam) -> Code:
+        ts, shape = self.tensor_slot(buffer), tuple(buffer.dims)
+        dtype = np.dtype(ops.NP_TYPES[buffer.dtype])
+
+        def run_local_array(env):
+            env[ts] = np.zeros(shape, dtype=dtype)
+            env[ts + 1] = shape
+
+        return run_local_array
 
     def check(self, s: ir.Check) -> Code:
         cond, code, name = self.scalar_expr(s.cond, "check condition"), s.code, self.kernel.name

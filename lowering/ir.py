@@ -15,7 +15,8 @@ operation with a vector operand (scalar operands are broadcast implicitly).
     expr := Const | Var | Shape | Load | Binary | Unary | Cast | Fma | Select | TargetOp
           | Overlaps | Threads | Ramp | Broadcast | HReduce | Shuffle (vectors)
           | Reduce (kernel IR only)
-    stmt := For | If | Assign | Store | Check | Alloc | Prefetch | IndexStore (kernel IR only)
+    stmt := For | If | Assign | Store | Check | Alloc | LocalArray | Prefetch
+          | IndexStore (kernel IR only)
 """
 
 from __future__ import annotations
@@ -282,12 +283,24 @@ class Alloc:
     Its contents start undefined. Running an `Alloc` again replaces the buffer
     (the old one is freed). If memory runs out, the kernel stops with
     `kernel.checks[code]`. Transforms create these (`contract` packs operands
-    into them); the source language has no way to name one.
+    into them); the source names its own arrays with `LocalArray`.
     """
 
     buffer: "TensorParam"
     size: Expr
     code: int
+    span: Span | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class LocalArray:
+    """`name: f32[4, 8]` in the source: `buffer` (`local=True`, int dims,
+    row-major) is all zeros from here on; every run of the statement zeroes it
+    again. It lives on the stack of the running function, so each thread of a
+    parallel loop that declares it has its own; it cannot fail.
+    """
+
+    buffer: "TensorParam"
     span: Span | None = None
 
 
@@ -300,7 +313,7 @@ class IndexStore:
     span: Span | None = None
 
 
-Stmt = For | If | Assign | Store | Check | Alloc | Prefetch | IndexStore
+Stmt = For | If | Assign | Store | Check | Alloc | LocalArray | Prefetch | IndexStore
 
 # ------------------------------------------------------------------- kernels
 
@@ -310,7 +323,8 @@ class TensorParam:
     """A tensor parameter: dtype, one dim per axis (a dim `Sym` or an int).
 
     `scratch` marks a buffer a transform allocates (`Alloc`), not a parameter:
-    rank 1, unit stride, owned by the kernel. `quant` (a `lowering.quant.Quantized`)
+    rank 1, unit stride, owned by the kernel. `local` marks (with `scratch`) a
+    local array the source declares (`LocalArray`): int dims, row-major. `quant` (a `lowering.quant.Quantized`)
     marks a block-quantized parameter (u8 blocks; dims count values), which is
     only read through `view`s: tensors that are a field of its blocks
     (`lowering.quant.BlockView`), not parameters either.
@@ -322,6 +336,7 @@ class TensorParam:
     is_output: bool
     span: Span | None = None
     scratch: bool = False
+    local: bool = False
     quant: object | None = None
     view: object | None = None
 

@@ -73,7 +73,7 @@ class _Verifier:
         self.kernel = kernel
         self.level = level
         self.tensors = set(kernel.tensors)  # TensorParam hashes by identity
-        self.tensors |= {s.buffer for s in walk_stmts(kernel.body) if isinstance(s, ir.Alloc)}
+        self.tensors |= {s.buffer for s in walk_stmts(kernel.body) if isinstance(s, (ir.Alloc, ir.LocalArray))}
         self.tensors |= {v for t in kernel.tensors if t.quant is not None for v in t.quant.views.values()}
         self.scalars = {p.sym for p in kernel.params if isinstance(p, ir.ScalarParam)}
         self.dims = set(kernel.dims)
@@ -163,6 +163,10 @@ class _Verifier:
                 self.scalar(size, s, "an allocation size")
                 valid = isinstance(code, int) and 0 <= code < len(self.kernel.checks)
                 self.expect(valid, s, f"alloc code {code!r} is not in the table of checks")
+            case ir.LocalArray(buffer):
+                self.expect(buffer.scratch and buffer.local and buffer.is_output
+                            and all(isinstance(d, int) and d > 0 for d in buffer.dims), s,
+                            f"local array '{buffer.name}' needs scratch, local and positive int dims")
             case ir.IndexStore(indices, store):
                 self.expect(self.level == "kernel", s, "index notation left in loop IR")
                 self.expect(isinstance(store, ir.Store), s, "IndexStore must hold a Store")

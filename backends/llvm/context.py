@@ -54,6 +54,8 @@ class FunctionContext:
         self.fail_blocks: dict[int, ir.Block] = {}
         # scratch buffer -> (pointer slot, null until allocated; the site's cache global)
         self.scratch_slots: dict[TensorParam, tuple[ir.AllocaInstr, ir.GlobalVariable]] = {}
+        self.local_arrays: dict[TensorParam, ir.AllocaInstr] = {}  # local_arrays.py
+        self.float_bounds: list[tuple] = []  # (x, c): abs(x) < c holds here (exprs._guarded)
         self._exit: tuple[ir.Block, ir.PhiInstr] | None = None
         opts = kernel.options
         self.fmf: tuple[str, ...] = (("contract",) if opts.contract else ()) + (("reassoc",) if opts.reassociate else ())

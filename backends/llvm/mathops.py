@@ -64,8 +64,10 @@ def emit_fma(cx: FunctionContext, a: ir.Value, b: ir.Value, c: ir.Value) -> ir.V
     return cx.builder.call(cx.intrinsic("llvm.fma", a.type, 3), [a, b, c], fastmath=cx.fmf)
 
 
-def emit_cast(cx: FunctionContext, v: ir.Value, src: ScalarType, dst: ScalarType) -> ir.Value:
-    """Convert `v` from `src` to `dst`: float->int saturates, ->bool is `!= 0`."""
+def emit_cast(cx: FunctionContext, v: ir.Value, src: ScalarType, dst: ScalarType,
+              in_range: bool = False) -> ir.Value:
+    """Convert `v` from `src` to `dst`: float->int saturates (unless `in_range`:
+    the caller knows every value truncates into dst's range), ->bool is `!= 0`."""
     bld = cx.builder
     if src == dst:
         return v
@@ -78,6 +80,8 @@ def emit_cast(cx: FunctionContext, v: ir.Value, src: ScalarType, dst: ScalarType
         return bld.uitofp(v, dty) if dst.is_float else bld.zext(v, dty)
     if src.is_float and dst.is_float:
         return bld.fpext(v, dty) if dst.bits > src.bits else bld.fptrunc(v, dty)
+    if src.is_float and dst.is_int and in_range:
+        return bld.fptosi(v, dty) if dst.is_signed else bld.fptoui(v, dty)
     if src.is_float and isinstance(v.type, ir.VectorType):
         return _saturate_lanes(cx, v, dst, dty)
     if src.is_float:

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 import llvmlite.ir as ir
 
-from dsl.lowering.ir import Alloc, Assign, Check, For, If, Prefetch, Stmt, Store
+from dsl.lowering.ir import Alloc, Assign, Check, For, If, LocalArray, Prefetch, Stmt, Store
 from dsl.lowering.vector import lanes_of
 
 from ..errors import BackendError
@@ -16,6 +16,7 @@ from .ltypes import I32, PTR, int_const
 
 VOID = ir.VoidType()
 from .parallel import emit_parallel_for
+from .local_arrays import emit_local_array
 from .scratch import emit_alloc
 from .memory import element_pointer, store_element
 from .vector_memory import vector_store
@@ -44,6 +45,8 @@ def emit_stmt(cx: FunctionContext, stmt: Stmt) -> None:
             cx.builder.position_at_end(ok)
         case Alloc():
             emit_alloc(cx, stmt)
+        case LocalArray():
+            emit_local_array(cx, stmt)
         case Prefetch():
             emit_prefetch(cx, stmt)
         case If():

@@ -121,9 +121,8 @@ def quantize_blocks(rows: np.ndarray, qtype: str, kernel: str) -> np.ndarray:
     for part, blocks in ((slice(0, whole), rows[:whole]), (slice(whole, None), padded_to_groups(rows[whole:]))):
         if blocks.shape[0]:
             groups = blocks.shape[0] // LANES
-            inv = np.empty((groups, LANES), np.float32)  # each block's 1 / d, between the kernel's two loops
             run(blocks.reshape(groups, LANES, -1), out[part].view(np.int8).reshape(groups, LANES, -1),
-                out[part].view(np.float16).reshape(groups, LANES, -1), inv)
+                out[part].view(np.float16).reshape(groups, LANES, -1))
     return out[:count]
 
 

@@ -51,9 +51,10 @@ def accesses(body):
 
 
 def written_indices(body, what: str, span) -> dict[ir.TensorParam, tuple[ir.Expr, ...]]:
-    """For each tensor stored to in `body`, its one index; raises if accesses differ."""
+    """For each tensor stored to in `body`, its one index; raises if accesses differ.
+    Buffers declared in `body` are new in each iteration, so they are left out."""
     found = list(accesses(body))
-    written = {t for t, _, _, store in found if store}
+    written = {t for t, _, _, store in found if store} - private_buffers(body)
     out: dict[ir.TensorParam, tuple] = {}
     keys: dict[ir.TensorParam, tuple] = {}
     for tensor, key, indices, _ in found:
@@ -65,6 +66,11 @@ def written_indices(body, what: str, span) -> dict[ir.TensorParam, tuple[ir.Expr
         keys[tensor] = key
         out[tensor] = indices
     return out
+
+
+def private_buffers(body) -> set[ir.TensorParam]:
+    """Scratch buffers and local arrays allocated in `body`: one per iteration of a loop around it."""
+    return {s.buffer for s in walk_stmts(body) if isinstance(s, (ir.Alloc, ir.LocalArray))}
 
 
 def carried_local(body) -> ir.Sym | None:
@@ -129,8 +135,7 @@ def separated_by(body, var: ir.Sym, what: str, span) -> None:
         found.setdefault(tensor, []).append((indices, ranges))
         if store:
             written.add(tensor)
-    private = {s.buffer for s in walk_stmts(body) if isinstance(s, ir.Alloc)}  # one per iteration
-    for tensor in written - private:
+    for tensor in written - private_buffers(body):
         if not any(_separating(found[tensor], axis, var, changing) for axis in range(tensor.rank)):
             raise ScheduleError(span, f"cannot {what}: iterations may touch the same elements of "
                                 f"'{tensor.name}' (no axis is indexed by the loop alone)",

@@ -112,6 +112,7 @@ class Vectorizer:
 
     def run(self) -> list[ir.Stmt]:
         body = self.loop.body
+        self._refuse_local_arrays(body)
         self._require_proven(body)
         reductions = self._reduction_stores(body)
         rest = tuple(s for s in body if s not in reductions)
@@ -122,6 +123,13 @@ class Vectorizer:
         for sym in vector_locals(body, private, self._varies):
             self.vector_locals[sym] = ir.Sym(sym.name, sym.type, "local", lanes=self.lanes)
         return self._block(body, reductions)
+
+    def _refuse_local_arrays(self, body) -> None:
+        for s in walk_stmts(body):
+            if isinstance(s, ir.LocalArray):
+                raise ScheduleError(self.span, f"cannot {self.what}: it declares the local array "
+                                    f"'{s.buffer.name}', which each lane would need for its own",
+                                    "declare the array outside this loop, with an axis for the loop if needed")
 
     def _varies(self, e: ir.Expr, vectors: set) -> bool:
         return any(isinstance(n, ir.Var) and (n.sym is self.loop.var or n.sym in vectors) for n in walk_expr(e))

@@ -11,6 +11,7 @@ from .calls import INTRINSICS, LOOP_ONLY
 from .coerce import TExpr, coerce, default_type, retype
 from .exprs import ExprChecker, strip_qualifier
 from .index_notation import STATEMENT, scan
+from .local_arrays import check_local_array
 from .locals_remap import apply_remap
 
 
@@ -26,6 +27,7 @@ class StmtChecker(ExprChecker):
 
     def function_body(self, fn: ast.FunctionDef) -> tuple[ir.Stmt, ...]:
         self.check_returns(fn)
+        self.frame = self.frame.child()  # the body's local arrays; each pass of infer.py starts afresh
         body = self.block(fn.body)
         return apply_remap(tuple(body), self.locals.remap)
 
@@ -34,6 +36,14 @@ class StmtChecker(ExprChecker):
         for s in stmts:
             out += self.stmt(s)
         return out
+
+    def scoped_block(self, stmts) -> list[ir.Stmt]:
+        """`block` in a scope of its own: local arrays declared in it end with it."""
+        outer, self.frame = self.frame, self.frame.child()
+        try:
+            return self.block(stmts)
+        finally:
+            self.frame = outer
 
     def stmt(self, node: ast.Stmt) -> list[ir.Stmt]:
         match node:
@@ -52,6 +62,8 @@ class StmtChecker(ExprChecker):
                 return self.return_stmt(node)
             case ast.Pass():
                 return []
+            case ast.LocalDecl():
+                return check_local_array(self, node)
             case ast.ExprStmt(value=value):
                 return self.expr_stmt(value, node.span)
         self.bag.error(node.span, "unsupported statement")
@@ -232,9 +244,9 @@ class StmtChecker(ExprChecker):
         cond = self.with_free_indices(node.cond, lambda: self.condition(node.cond, "condition of 'if'"))
         pre = self.ctx.take_prelude()
         before = set(self.assigned)
-        then = self.block(node.body)
+        then = self.scoped_block(node.body)
         after_then, self.assigned = self.assigned, set(before)
-        orelse = self.block(node.orelse)
+        orelse = self.scoped_block(node.orelse)
         self.assigned = before | (after_then & self.assigned)
         if cond is None:
             return pre

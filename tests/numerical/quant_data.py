@@ -53,4 +53,4 @@ def interpret(module: str, name: str, *arrays: np.ndarray) -> None:
         program = compile_file(stdlib_path(module), stop_after="loops").program
         _kernels[module] = {k.name: k for k in program.kernels}
     kernel = _kernels[module][name]
-    run_kernel(kernel, {p.name: a for p, a in zip(kernel.params, arrays)})
+    run_kernel(kernel, {p.name: a for p, a in zip(kernel.params, arrays, strict=True)})

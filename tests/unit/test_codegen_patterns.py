@@ -4,8 +4,11 @@ files: LLVM's text changes between versions). Every module looked at is verified
 from pathlib import Path
 
 import llvmlite.binding as llvm
+import numpy as np
 import pytest
 
+import dsl
+from dsl.backends.link import link_shared
 from dsl.backends.target import host_target
 from dsl.grammar.diagnostics import Source
 from dsl.options import CompileOptions
@@ -46,3 +49,31 @@ def test_out_of_bounds_guard_is_a_branch_to_a_status_return():
     text = str(compile_source(source, CompileOptions(opt_level=0), stop_after="llvm").llvm)
     llvm.parse_assembly(text).verify()
     assert "check" in text and "ret i32" in text
+
+
+GUARDED_CONVERSION = """
+@schedule(vectorize(i, 8))
+def to_i8(x: f32[8], y: i8[8]):
+    for i in range(8):
+        v = x[i] * 2.0
+        y[i] = i8(i32(v)) if abs(v) < 2147483648.0 else i8(-1)
+"""
+
+
+def test_a_conversion_guarded_by_its_range_does_not_saturate(tmp_path):
+    """`abs(v) < 2^31` around i32(v): a plain fptosi (the select discards the
+    lanes outside), where an unguarded conversion saturates with selects."""
+    job = compile_source(Source("g.tk", GUARDED_CONVERSION), CompileOptions(opt_level=0), stop_after="llvm")
+    text = str(job.llvm)
+    assert "fptosi <8 x float>" in text and "i32 2147483647" not in text
+    unguarded = GUARDED_CONVERSION.replace("if abs(v) < 2147483648.0 else i8(-1)", "")
+    job = compile_source(Source("g.tk", unguarded), CompileOptions(opt_level=0), stop_after="llvm")
+    assert "i32 2147483647" in str(job.llvm)  # the saturation's MAX
+    job = compile_source(Source("g.tk", GUARDED_CONVERSION), CompileOptions(), stop_after="obj")
+    lib = dsl.load(str(link_shared(job.obj, tmp_path / "g.so", job.target)))
+    x = np.array([np.nan, np.inf, -np.inf, 1073741760.0, -1073741824.0, 1.1e9, 3.7, -300.5], np.float32)
+    y = np.empty(8, np.int8)
+    lib.to_i8(x, y)
+    v = x.astype(np.float64) * 2
+    want = [np.int8(np.int32(a) & 0xFF) if abs(a) < 2 ** 31 else -1 for a in v]
+    np.testing.assert_array_equal(y, np.array(want, np.int8))

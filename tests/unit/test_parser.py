@@ -297,7 +297,12 @@ ERRORS = [
     ("@dec\nx = 1\n", 2, 1, "expected 'def' after the decorators"),
     (F + "    y = A[i][j]\n", 2, 13, "index a tensor with one subscript, as in A[i, j], not A[i][j]"),
     (F + "    y = x.\n", 2, 11, "expected a name after '.'"),
-    (F + "    y: f32 = 1.0\n", 2, 6, "variable annotations are not supported; write 'x = value'"),
+    (F + "    y: f32 = 1.0\n", 2, 12, "a declaration takes no value: a local array starts at zero, "
+     "and a scalar local needs none (write 'y = value')"),
+    (F + "    t:\n", 2, 7, "expected a type after ':', as in 't: f32[4]' (a local array)"),
+    (F + "    t: [4]\n", 2, 8, "expected a type after ':', as in 't: f32[4]' (a local array)"),
+    (F + "    t: f32[4] = 0.0\n", 2, 15, "a declaration takes no value: a local array starts at zero, "
+     "and a scalar local needs none (write 't = value')"),
     (F + "    retrun x\n", 2, 5, "invalid syntax: unknown statement 'retrun'; did you mean 'return'?"),
     ("def f x: f32):\n    pass\n", 1, 7, "expected '(' after the function name"),
     ("def f(x: f32 y: f32):\n    pass\n", 1, 14, "expected ')' or ',' in the parameter list"),
