@@ -17,7 +17,7 @@ import numpy as np
 
 import dsl
 import results
-from common import machine, median_seconds, table
+from common import interleaved, machine, settle_for, table
 from ggml_ctypes import Ggml
 
 TYPES = ("q8_0", "q4_k", "q5_k", "q6_k")
@@ -30,15 +30,19 @@ def conversions(ggml: Ggml, qtype: str, x: np.ndarray, repeats: int) -> list[str
     ggml.quantize(x, qtype, theirs_q)
     same = "yes" if np.array_equal(ours_q, theirs_q) else "NO"
     y = np.empty_like(x)
-    t_ref = median_seconds(lambda: ggml.quantize(x, qtype, theirs_q), repeats, 0.0)
-    cells = [qtype, f"{t_ref * 1e3:.0f}"]
+
+    def ours_on(threads: int):
+        return lambda: (dsl.set_num_threads(threads), dsl.ops.quantize(x, qtype))
+
+    t = interleaved({"ggml": lambda: ggml.quantize(x, qtype, theirs_q), 1: ours_on(1), 2: ours_on(2)},
+                    repeats, 0.0, settle=settle_for(2))
+    cells = [qtype, f"{t['ggml'] * 1e3:.0f}"]
     for threads in (1, 2):
-        dsl.set_num_threads(threads)
-        t_ours = median_seconds(lambda: dsl.ops.quantize(x, qtype), repeats, 0.0)
-        cells += [f"{t_ours * 1e3:.0f}", f"{t_ref / t_ours:.1f}"]
-    d_ref = median_seconds(lambda: ggml.dequantize(theirs_q, qtype, y), repeats)
-    d_ours = median_seconds(lambda: dsl.ops.dequantize(theirs_q, qtype, x.shape, out=y), repeats)
-    return cells + [same, f"{d_ref * 1e3:.2f}", f"{d_ours * 1e3:.2f}", f"{d_ref / d_ours:.2f}"]
+        cells += [f"{t[threads] * 1e3:.0f}", f"{t['ggml'] / t[threads]:.1f}"]
+    d = interleaved({"ggml": lambda: ggml.dequantize(theirs_q, qtype, y),
+                     "dslc": lambda: (dsl.set_num_threads(2), dsl.ops.dequantize(theirs_q, qtype, x.shape, out=y))},
+                    repeats, settle=settle_for(2))
+    return cells + [same, f"{d['ggml'] * 1e3:.2f}", f"{d['dslc'] * 1e3:.2f}", f"{d['ggml'] / d['dslc']:.2f}"]
 
 
 def matvecs(ggml: Ggml, qtype: str, w: np.ndarray, threads: int, repeats: int) -> list[str]:
@@ -53,10 +57,10 @@ def matvecs(ggml: Ggml, qtype: str, w: np.ndarray, threads: int, repeats: int) -
     cells = [qtype, str(threads)]
     for weights in ([wq], stream):
         turn = iter(range(1 << 62))
-        ref = median_seconds(lambda: theirs(weights[next(turn) % len(weights)], x, y), repeats)
-        ours = median_seconds(lambda: dsl.ops.qmatvec(weights[next(turn) % len(weights)], x, qtype, w.shape),
-                              repeats)
-        cells += [f"{ref * 1e3:.3f}", f"{ours * 1e3:.3f}", f"{ref / ours:.2f}"]
+        t = interleaved({"ggml": lambda: theirs(weights[next(turn) % len(weights)], x, y),
+                         "dslc": lambda: dsl.ops.qmatvec(weights[next(turn) % len(weights)], x, qtype, w.shape)},
+                        repeats, settle=settle_for(threads))
+        cells += [f"{t['ggml'] * 1e3:.3f}", f"{t['dslc'] * 1e3:.3f}", f"{t['ggml'] / t['dslc']:.2f}"]
     theirs(wq, x, y)
     err = np.abs(dsl.ops.qmatvec(wq, x, qtype, w.shape) - y).max() / np.abs(y).max()
     return cells + [f"{err:.1e}"]
@@ -71,14 +75,16 @@ def main(argv: list[str]) -> None:
     rec = results.start(args, repeats=repeats, threads=[1, 2], quick=args.quick, size=size)
     ggml = Ggml()
     w = np.random.default_rng(0).standard_normal((size, size)).astype(np.float32)
-    print(f"# GGML formats, {size}x{size} f32 weights; {machine()}; medians of {repeats}")
+    matvec_repeats = 3 * repeats  # calls under a millisecond: more samples cost little and steady the median
+    print(f"# GGML formats, {size}x{size} f32 weights; {machine()}; medians of {repeats} "
+          f"(matvec: {matvec_repeats}), samples interleaved")
     print("\n## quantize (ggml's reference, 1 thread; dslc on 1 and 2 threads) and dequantize (2 threads), ms\n")
     rows = [conversions(ggml, t, w, repeats) for t in TYPES]
     header = ["type", "ggml q", "dslc q 1t", "x 1t", "dslc q 2t", "x 2t", "same bytes", "ggml dq", "dslc dq", "x dq"]
     print(table(header, rows))
     rec.table("convert", f"Quantize and dequantize, {size}x{size}, ms", header, rows)
     print("\n## matrix-vector product y = W x (x quantized each call, as ggml does), ms\n")
-    rows = [matvecs(ggml, t, w, threads, repeats) for t in TYPES for threads in (1, 2)]
+    rows = [matvecs(ggml, t, w, threads, matvec_repeats) for t in TYPES for threads in (1, 2)]
     header = ["type", "threads", "ggml L3", "dslc L3", "x L3", "ggml DRAM", "dslc DRAM", "x DRAM", "max rel diff"]
     print(table(header, rows))
     rec.table("matvec", f"Matrix-vector product y = W x, {size}x{size}, ms", header, rows)
