@@ -23,6 +23,7 @@ from dsl.lowering.vector import lanes_of
 from ..errors import BackendError
 from .arith import COMPARISONS, emit_binary, emit_compare
 from .context import FunctionContext
+from .float_bounds import fits_integer, guarded_by
 from .ltypes import I1, I32, I64, const, int_const, reg_type, with_lanes
 from .mathops import emit_cast, emit_fma, emit_unary
 from .memory import load_element, overlaps
@@ -55,7 +56,7 @@ def emit_expr(cx: FunctionContext, e: Expr) -> ir.Value:
         case Unary(op=op, operand=x, type=t):
             return emit_unary(cx, op, t, emit_expr(cx, x))
         case Cast(value=v, type=t):
-            return emit_cast(cx, emit_expr(cx, v), v.type, t, in_range=_known_in_range(cx, v, t))
+            return emit_cast(cx, emit_expr(cx, v), v.type, t, in_range=fits_integer(cx, v, t))
         case Fma(a=a, b=b, c=c):
             return emit_fma(cx, *_operands(cx, a, b, c))
         case TargetOp():
@@ -79,29 +80,9 @@ def emit_expr(cx: FunctionContext, e: Expr) -> ir.Value:
 
 
 def _guarded(cx: FunctionContext, cond: Expr, e: Expr) -> ir.Value:
-    """`e`, where `cond` holds. A condition `abs(x) < c` (a float x, a constant c)
-    bounds x, so a conversion of x to an integer type that holds every value
-    below c needs no saturation: C's `(int8_t)(int32_t)v` guarded by
-    `fabsf(v) < 2^31` (stdlib's c_int8) is then one cvttps2dq, not five
-    instructions. A lane that fails the condition converts to poison, which
-    the select around discards. Only a local x: nothing can assign it between
-    the test and the conversion."""
-    match cond:
-        case Binary(op="<", lhs=Unary(op="abs", operand=Var(sym=x)), rhs=Const(value=c)) if x.type.is_float:
-            cx.float_bounds.append((x, float(c)))
-            try:
-                return emit_expr(cx, e)
-            finally:
-                cx.float_bounds.pop()
-    return emit_expr(cx, e)
-
-
-def _known_in_range(cx: FunctionContext, v: Expr, t) -> bool:
-    """Is float `v`, converted to integer type `t`, known to lie in its range (`_guarded`)?"""
-    if not (v.type.is_float and t.is_int and t.is_signed):
-        return False
-    limit = 2.0 ** (t.bits - 1)
-    return isinstance(v, Var) and any(c <= limit and x is v.sym for x, c in cx.float_bounds)
+    """`e`, where `cond` holds: conversions in it may use what `cond` bounds (float_bounds.py)."""
+    with guarded_by(cx, cond):
+        return emit_expr(cx, e)
 
 
 def _operands(cx: FunctionContext, *operands: Expr) -> list[ir.Value]:

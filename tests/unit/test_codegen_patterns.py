@@ -11,6 +11,7 @@ import dsl
 from dsl.backends.link import link_shared
 from dsl.backends.target import host_target
 from dsl.grammar.diagnostics import Source
+from dsl.lowering.interpret import run_kernel
 from dsl.options import CompileOptions
 from dsl.pipeline import compile_source
 
@@ -77,3 +78,44 @@ def test_a_conversion_guarded_by_its_range_does_not_saturate(tmp_path):
     v = x.astype(np.float64) * 2
     want = [np.int8(np.int32(a) & 0xFF) if abs(a) < 2 ** 31 else -1 for a in v]
     np.testing.assert_array_equal(y, np.array(want, np.int8))
+
+
+@pytest.mark.parametrize("value, guard, saturates", [
+    ("(v + 12582912.0) - 12582912.0", "abs(v) < 4194304.0", False),  # ggml's nearest_int
+    ("v * 2.0 + 1.0", "abs(v) < 1000.0", False),
+    ("v", "abs(v) < 4294967296.0", True),  # 2^32: the guard does not keep v within i32
+    ("v + w", "abs(v) < 1000.0", True),  # nothing bounds w
+])
+def test_a_bound_carries_through_arithmetic_on_the_guarded_value(value, guard, saturates):
+    text = f"""
+@schedule(vectorize(i, 8))
+def k(x: f32[8], z: f32[8], y: i32[8]):
+    for i in range(8):
+        v = x[i]
+        w = z[i]
+        y[i] = i32({value}) if {guard} else i32(-7)
+"""
+    llvm_ir = str(compile_source(Source("b.tk", text), CompileOptions(opt_level=0), stop_after="llvm").llvm)
+    assert ("i32 2147483647" in llvm_ir) == saturates
+
+
+def test_nearest_int_guarded_matches_the_interpreter_at_its_edges(tmp_path):
+    text = """
+@schedule(vectorize(i, 8))
+def k(x: f32[N], y: i32[N]):
+    for i in range(N):
+        v = x[i]
+        if_nan = i32(0) if v != v else i32(-4194304)
+        y[i] = i32((v + 12582912.0) - 12582912.0) if abs(v) < 4194304.0 else if_nan
+"""
+    edges = [np.nan, np.inf, -np.inf, 4194304.0, -4194304.0, 4194303.5, -4194303.5, 4194303.75, 2.5, -2.5,
+             0.5, -0.5, 1e-30, -0.0, 3e9, -3e9, 8388607.0, 1.5]
+    x = np.array(edges * 2, np.float32)
+    job = compile_source(Source("n.tk", text), CompileOptions(), stop_after="obj")
+    lib = dsl.load(str(link_shared(job.obj, tmp_path / "n.so", job.target)))
+    y = np.empty(x.size, np.int32)
+    lib.k(x, y)
+    want = np.empty_like(y)
+    kernel = compile_source(Source("n.tk", text), CompileOptions(), stop_after="loops").program.kernels[-1]
+    run_kernel(kernel, {"x": x, "y": want})
+    np.testing.assert_array_equal(y, want)
