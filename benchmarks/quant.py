@@ -32,7 +32,7 @@ def conversions(ggml: Ggml, qtype: str, x: np.ndarray, repeats: int) -> list[str
     y = np.empty_like(x)
 
     def ours_on(threads: int):
-        return lambda: (dsl.set_num_threads(threads), dsl.ops.quantize(x, qtype))
+        return lambda: (dsl.set_num_threads(threads), dsl.ops.quantize(x, qtype, out=ours_q))
 
     t = interleaved({"ggml": lambda: ggml.quantize(x, qtype, theirs_q), 1: ours_on(1), 2: ours_on(2)},
                     repeats, 0.0, settle=settle_for(2))

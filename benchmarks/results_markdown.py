@@ -26,8 +26,8 @@ NOTES = {
                 "arithmetic is ggml's sequence exactly (16 blocks in the 16 lanes of a vector, regrouped into "
                 "lanes by 16 x 16 transposes in registers; what a search step does not change, such as the "
                 "weights and the step's levels, waits in local arrays); q8_0 is one pass over memory, 16 blocks "
-                "at a time for the maxima, then each block scaled within itself, and its time moves with the "
-                "page faults of the fresh output array (ggml's reference writes into one allocated once). Matvec: the dots are DSL code on the "
+                "at a time for the maxima, then each block scaled within itself. Both sides quantize into an array allocated once "
+                "(dslc's `out=`). Matvec: the dots are DSL code on the "
                 "target intrinsics `x86.maddubs` and `x86.madd` (`vpmaddubsw`, `vpmaddwd`), as ggml's AVX2 "
                 "kernels are; each lane keeps its own f32 sum, reduced once per row. From DRAM both sides "
                 "wait on memory; cache-resident, the count of instructions per block decides.",

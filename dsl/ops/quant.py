@@ -69,12 +69,13 @@ def dequantize(blocks: np.ndarray, qtype: str, shape, out: np.ndarray | None = N
 _CHUNK_GROUPS = 512
 
 
-def quantize(x: np.ndarray, qtype: str) -> np.ndarray:
+def quantize(x: np.ndarray, qtype: str, out: np.ndarray | None = None) -> np.ndarray:
     """`x` (float32, rows a whole number of blocks) in GGML's `qtype` blocks, as uint8.
 
     The result has x's shape with the last axis in bytes (x.shape[-1] / block *
     bytes per block), byte for byte what ggml's `quantize_row_<qtype>_ref` writes
-    (ggml_quantize_chunk without an importance matrix).
+    (ggml_quantize_chunk without an importance matrix). `out`, if given, is a
+    C-contiguous uint8 array of that shape to write into (it must not overlap x).
 
         >>> x = np.random.randn(4, 512).astype(np.float32)
         >>> dsl.ops.quantize(x, "q4_k").shape
@@ -87,36 +88,58 @@ def quantize(x: np.ndarray, qtype: str) -> np.ndarray:
     if x.dtype != np.float32:
         raise TypeError(f"quantize: x must have dtype float32, not {x.dtype}")
     dims = check_shape("quantize", fmt, x.shape)
+    shape = (*dims[:-1], dims[-1] // fmt.block * fmt.nbytes)
+    out = _checked_out(as_view("quantize", "out", out), shape, x)
     rows = np.ascontiguousarray(x).reshape(-1, fmt.block)
     count = rows.shape[0]
+    # The kernels write whole groups of LANES blocks (q8_K: single blocks):
+    # into `out` itself when it holds whole groups, else into a padded buffer.
+    padded = count if fmt.name == "q8_k" else groups_of(count) * LANES
+    direct = out is not None and padded == count
+    buffer = out.reshape(count, fmt.nbytes) if direct else np.empty((padded, fmt.nbytes), np.uint8)
     if fmt.name in ("q8_0", "q8_k"):
-        out = quantize_blocks(rows, fmt.name, "quantize")
+        quantize_blocks(rows, fmt.name, "quantize", buffer)
     else:
-        out = np.empty((groups_of(count) * LANES, fmt.nbytes), np.uint8)
-        blocks = out.reshape(-1, LANES, fmt.nbytes)
+        blocks = buffer.reshape(-1, LANES, fmt.nbytes)
         step = _CHUNK_GROUPS * LANES
         for start in range(0, count, step):
             stop = min(start + step, count)
             first = start // LANES
             _QUANTIZERS[fmt.name](to_lanes(rows[start:stop]), blocks[first:first + groups_of(stop - start)],
-                                  out[start:stop])
-    return out[:count].reshape(*dims[:-1], dims[-1] // fmt.block * fmt.nbytes)
+                                  buffer[start:stop])
+    if out is None:
+        return buffer[:count].reshape(shape)
+    if not direct:
+        out.reshape(count, fmt.nbytes)[:] = buffer[:count]
+    return out
 
 
-def quantize_blocks(rows: np.ndarray, qtype: str, kernel: str) -> np.ndarray:
+def _checked_out(out, shape: tuple[int, ...], x: np.ndarray) -> np.ndarray | None:
+    if out is None:
+        return None
+    if not (isinstance(out, np.ndarray) and out.dtype == np.uint8 and out.shape == shape
+            and out.flags.c_contiguous and out.flags.writeable):
+        raise ValueError(f"quantize: out must be a writable C-contiguous uint8 array of shape {shape}")
+    if np.may_share_memory(out, x):
+        raise ValueError("quantize: out overlaps x")
+    return out
+
+
+def quantize_blocks(rows: np.ndarray, qtype: str, kernel: str, out: np.ndarray | None = None) -> np.ndarray:
     """q8_0 or q8_K blocks of `rows` (float32 [count, block], C-contiguous) by
     `stdlib/quant_q8.tk`'s `<kernel>_<qtype>` ('quantize': all cores,
-    'activations': one)."""
+    'activations': one), into `out` if given: uint8 [count, bytes] for q8_K,
+    [count rounded up to whole groups of LANES, bytes] for q8_0."""
     count, nbytes = rows.shape[0], FORMATS[qtype].nbytes
     run = getattr(quant_library("quant_q8"), f"{kernel}_{qtype}")
     if qtype == "q8_k":
-        out = np.empty((count, nbytes), np.uint8)
+        out = np.empty((count, nbytes), np.uint8) if out is None else out
         if count:
             run(rows, out.view(np.int8), out.view(np.float32), out.view(np.int16))
         return out
     # q8_0: groups of LANES blocks, one per vector lane; a partial last group
     # from a zero-padded copy of its blocks, into the rows past `count`
-    out = np.empty((groups_of(count) * LANES, nbytes), np.uint8)
+    out = np.empty((groups_of(count) * LANES, nbytes), np.uint8) if out is None else out
     whole = count // LANES * LANES
     for part, blocks in ((slice(0, whole), rows[:whole]), (slice(whole, None), padded_to_groups(rows[whole:]))):
         if blocks.shape[0]:
