@@ -67,7 +67,8 @@ def emit_fma(cx: FunctionContext, a: ir.Value, b: ir.Value, c: ir.Value) -> ir.V
 def emit_cast(cx: FunctionContext, v: ir.Value, src: ScalarType, dst: ScalarType,
               in_range: bool = False) -> ir.Value:
     """Convert `v` from `src` to `dst`: float->int saturates (unless `in_range`:
-    the caller knows every value truncates into dst's range), ->bool is `!= 0`."""
+    the caller knows every value truncates into dst, a signed type, as
+    float_bounds.fits_integer does), ->bool is `!= 0`."""
     bld = cx.builder
     if src == dst:
         return v
@@ -80,8 +81,8 @@ def emit_cast(cx: FunctionContext, v: ir.Value, src: ScalarType, dst: ScalarType
         return bld.uitofp(v, dty) if dst.is_float else bld.zext(v, dty)
     if src.is_float and dst.is_float:
         return bld.fpext(v, dty) if dst.bits > src.bits else bld.fptrunc(v, dty)
-    if src.is_float and dst.is_int and in_range:
-        return bld.fptosi(v, dty) if dst.is_signed else bld.fptoui(v, dty)
+    if src.is_float and dst.is_signed and in_range:
+        return bld.fptosi(v, dty)
     if src.is_float and isinstance(v.type, ir.VectorType):
         return _saturate_lanes(cx, v, dst, dty)
     if src.is_float:
