@@ -31,6 +31,15 @@ class TensorArgs:
     strides: list[ir.Value]
 
 
+def row_major_strides(dims) -> list[int]:
+    """Element strides of a C-contiguous array of int `dims`: [rows, 1] for 2-D."""
+    out, step = [], 1
+    for d in reversed(dims):
+        out.insert(0, step)
+        step *= d
+    return out
+
+
 class FunctionContext:
     """Everything the expression and statement emitters share for one kernel.
 

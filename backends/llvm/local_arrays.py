@@ -9,11 +9,13 @@ written before it is read.
 
 from __future__ import annotations
 
+import math
+
 import llvmlite.ir as ir
 
 from dsl.lowering.ir import LocalArray, TensorParam
 
-from .context import FunctionContext, TensorArgs
+from .context import FunctionContext, TensorArgs, row_major_strides
 from .ltypes import I64, PTR, int_const, mem_type
 
 ALIGN = 64  # a cache line: whole-vector loads and stores never split one
@@ -21,10 +23,7 @@ ALIGN = 64  # a cache line: whole-vector loads and stores never split one
 
 def emit_local_array(cx: FunctionContext, stmt: LocalArray) -> None:
     buffer = stmt.buffer
-    count = 1
-    for d in buffer.dims:
-        count *= d
-    array_type = ir.ArrayType(mem_type(buffer.dtype), count)
+    array_type = ir.ArrayType(mem_type(buffer.dtype), math.prod(buffer.dims))
     slot = cx.local_arrays.get(buffer)
     if slot is None:
         slot = cx.local_arrays[buffer] = cx.alloca_builder.alloca(array_type, name=buffer.name)
@@ -36,8 +35,5 @@ def emit_local_array(cx: FunctionContext, stmt: LocalArray) -> None:
 
 def local_array_args(buffer: TensorParam, data: ir.Value) -> TensorArgs:
     """The tensor `buffer` at `data`: its dims and row-major strides, all constants."""
-    strides, step = [], 1
-    for d in reversed(buffer.dims):
-        strides.append(int_const(I64, step))
-        step *= d
-    return TensorArgs(buffer, data, [int_const(I64, d) for d in buffer.dims], strides[::-1])
+    return TensorArgs(buffer, data, [int_const(I64, d) for d in buffer.dims],
+                      [int_const(I64, s) for s in row_major_strides(buffer.dims)])

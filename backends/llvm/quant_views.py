@@ -12,7 +12,7 @@ from __future__ import annotations
 
 
 
-from .context import FunctionContext, TensorArgs
+from .context import FunctionContext, TensorArgs, row_major_strides
 from .ltypes import I8, I64, int_const
 
 
@@ -36,17 +36,8 @@ def _view_args(cx: FunctionContext, parent: TensorArgs, view) -> TensorArgs:
     strides = [bld.mul(s, int_const(I64, per_block)) for s in parent.strides[:-1]] + [int_const(I64, per_block)]
     inner = [d for d in view.dims[len(sizes):]]
     sizes += [int_const(I64, d) for d in inner]
-    strides += [int_const(I64, d) for d in _inner_strides(inner)]
+    strides += [int_const(I64, d) for d in row_major_strides(inner)]
     return TensorArgs(view, data, sizes, strides)
-
-
-def _inner_strides(inner: list[int]) -> list[int]:
-    """Row-major element strides of the axes inside a block: [] , [1] or [rows, 1]."""
-    out, step = [], 1
-    for d in reversed(inner):
-        out.insert(0, step)
-        step *= d
-    return out
 
 
 

@@ -14,7 +14,7 @@ import numpy as np
 
 from .arrays import as_view
 from .quant_formats import FORMATS, block_rows, check_shape, quant_format, quant_library
-from .quant_lanes import LANES, empty_lanes, from_lanes, groups_of, padded_to_groups, to_lanes
+from .quant_lanes import LANES, empty_lanes, from_lanes, padded_to_groups, to_lanes
 
 from .quant_matmul import qmatmul, qmatvec
 
@@ -90,27 +90,13 @@ def quantize(x: np.ndarray, qtype: str, out: np.ndarray | None = None) -> np.nda
     dims = check_shape("quantize", fmt, x.shape)
     shape = (*dims[:-1], dims[-1] // fmt.block * fmt.nbytes)
     out = _checked_out(as_view("quantize", "out", out), shape, x)
+    out = np.empty(shape, np.uint8) if out is None else out
     rows = np.ascontiguousarray(x).reshape(-1, fmt.block)
-    count = rows.shape[0]
-    # The kernels write whole groups of LANES blocks (q8_K: single blocks):
-    # into `out` itself when it holds whole groups, else into a padded buffer.
-    padded = count if fmt.name == "q8_k" else groups_of(count) * LANES
-    direct = out is not None and padded == count
-    buffer = out.reshape(count, fmt.nbytes) if direct else np.empty((padded, fmt.nbytes), np.uint8)
+    target = out.reshape(rows.shape[0], fmt.nbytes)
     if fmt.name in ("q8_0", "q8_k"):
-        quantize_blocks(rows, fmt.name, "quantize", buffer)
+        quantize_blocks(rows, fmt.name, "quantize", target)
     else:
-        blocks = buffer.reshape(-1, LANES, fmt.nbytes)
-        step = _CHUNK_GROUPS * LANES
-        for start in range(0, count, step):
-            stop = min(start + step, count)
-            first = start // LANES
-            _QUANTIZERS[fmt.name](to_lanes(rows[start:stop]), blocks[first:first + groups_of(stop - start)],
-                                  buffer[start:stop])
-    if out is None:
-        return buffer[:count].reshape(shape)
-    if not direct:
-        out.reshape(count, fmt.nbytes)[:] = buffer[:count]
+        _whole_groups(rows, target, lambda blocks, into: _k_quants(fmt.name, blocks, into))
     return out
 
 
@@ -125,28 +111,48 @@ def _checked_out(out, shape: tuple[int, ...], x: np.ndarray) -> np.ndarray | Non
     return out
 
 
+def _whole_groups(rows: np.ndarray, out: np.ndarray, write) -> None:
+    """`write(blocks, into)` on whole groups of LANES blocks (the kernels put
+    one block in each vector lane): straight into `out` ([count, bytes]) but
+    for a partial last group, which goes through a zero-padded group of its own."""
+    count = rows.shape[0]
+    whole = count // LANES * LANES
+    if whole:
+        write(rows[:whole], out[:whole])
+    if whole < count:
+        last = np.empty((LANES, out.shape[1]), np.uint8)
+        write(padded_to_groups(rows[whole:]), last)
+        out[whole:] = last[:count - whole]
+
+
+def _k_quants(qtype: str, rows: np.ndarray, out: np.ndarray) -> None:
+    """q4_K, q5_K or q6_K of whole groups of blocks, `_CHUNK_GROUPS` groups at a time."""
+    groups = out.reshape(-1, LANES, out.shape[1])
+    step = _CHUNK_GROUPS * LANES
+    for start in range(0, rows.shape[0], step):
+        stop = min(start + step, rows.shape[0])
+        _QUANTIZERS[qtype](to_lanes(rows[start:stop]), groups[start // LANES:stop // LANES], out[start:stop])
+
+
 def quantize_blocks(rows: np.ndarray, qtype: str, kernel: str, out: np.ndarray | None = None) -> np.ndarray:
     """q8_0 or q8_K blocks of `rows` (float32 [count, block], C-contiguous) by
     `stdlib/quant_q8.tk`'s `<kernel>_<qtype>` ('quantize': all cores,
-    'activations': one), into `out` if given: uint8 [count, bytes] for q8_K,
-    [count rounded up to whole groups of LANES, bytes] for q8_0."""
+    'activations': one), into `out` (uint8 [count, bytes]) if given."""
     count, nbytes = rows.shape[0], FORMATS[qtype].nbytes
     run = getattr(quant_library("quant_q8"), f"{kernel}_{qtype}")
+    out = np.empty((count, nbytes), np.uint8) if out is None else out
     if qtype == "q8_k":
-        out = np.empty((count, nbytes), np.uint8) if out is None else out
         if count:
             run(rows, out.view(np.int8), out.view(np.float32), out.view(np.int16))
         return out
-    # q8_0: groups of LANES blocks, one per vector lane; a partial last group
-    # from a zero-padded copy of its blocks, into the rows past `count`
-    out = np.empty((groups_of(count) * LANES, nbytes), np.uint8) if out is None else out
-    whole = count // LANES * LANES
-    for part, blocks in ((slice(0, whole), rows[:whole]), (slice(whole, None), padded_to_groups(rows[whole:]))):
-        if blocks.shape[0]:
-            groups = blocks.shape[0] // LANES
-            run(blocks.reshape(groups, LANES, -1), out[part].view(np.int8).reshape(groups, LANES, -1),
-                out[part].view(np.float16).reshape(groups, LANES, -1))
-    return out[:count]
+
+    def q8_0(blocks: np.ndarray, into: np.ndarray) -> None:
+        groups = blocks.shape[0] // LANES
+        run(blocks.reshape(groups, LANES, -1), into.view(np.int8).reshape(groups, LANES, -1),
+            into.view(np.float16).reshape(groups, LANES, -1))
+
+    _whole_groups(rows, out, q8_0)
+    return out
 
 
 def _quantize_k(xl: np.ndarray, blocks: np.ndarray, out: np.ndarray, nmax: int, rmin: float, nstep: int) -> None:
