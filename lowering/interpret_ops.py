@@ -311,3 +311,12 @@ def out_of_bounds(kernel_name: str, tensor, span):
                          f"'{tensor.name}' with shape {tuple(shape)}{at}")
 
     return fail
+
+
+def align_gap(arr: np.ndarray, indices, nbytes: int) -> np.int64:
+    """ir.AlignGap on a real array: elements from the address of `arr[indices]`
+    (computed, not read: it may lie past the end) to the next multiple of `nbytes`."""
+    address = arr.__array_interface__["data"][0] + sum(int(i) * s for i, s in zip(indices, arr.strides))
+    if address % arr.itemsize:
+        return np.int64(0)
+    return np.int64((-address) % nbytes // arr.itemsize)

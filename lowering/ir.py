@@ -13,7 +13,7 @@ by `lowering.vector.lanes_of`: a `Ramp`, a `Broadcast`, a vector local, or any
 operation with a vector operand (scalar operands are broadcast implicitly).
 
     expr := Const | Var | Shape | Load | Binary | Unary | Cast | Fma | Select | TargetOp
-          | Overlaps | Threads | Ramp | Broadcast | HReduce | Shuffle (vectors)
+          | Overlaps | Threads | AlignGap | Ramp | Broadcast | HReduce | Shuffle (vectors)
           | Reduce (kernel IR only)
     stmt := For | If | Assign | Store | Check | Alloc | LocalArray | Prefetch
           | IndexStore (kernel IR only)
@@ -185,6 +185,21 @@ class Threads:
 
 
 @dataclass(frozen=True, slots=True)
+class AlignGap:
+    """The number of elements from `&tensor[indices]` up to the next address
+    that is a multiple of `bytes` (0 when it is one; 0 when the address is not
+    a multiple of the element size, which no count of elements can align).
+    An address only: `indices` may point past the tensor. The head that
+    vectorize's `nontemporal=` peels runs this many iterations."""
+
+    tensor: "TensorParam"
+    indices: tuple["Expr", ...]
+    bytes: int
+    span: Span | None = None
+    type: ScalarType = I64
+
+
+@dataclass(frozen=True, slots=True)
 class Reduce:
     """Kernel IR only: `op` (sum, max, min) of `body` over the free `indices`."""
 
@@ -196,7 +211,7 @@ class Reduce:
 
 
 Expr = (Const | Var | Shape | Load | Binary | Unary | Cast | Fma | Select | Overlaps | Reduce
-        | Ramp | Broadcast | HReduce | Shuffle | Threads | TargetOp)
+        | AlignGap | Ramp | Broadcast | HReduce | Shuffle | Threads | TargetOp)
 
 # ------------------------------------------------------------------ statements
 
@@ -248,6 +263,9 @@ class Store:
     span: Span | None = None
     safe: bool = False  # proven in bounds (set by `guard.mark_proven`)
     mask: Expr | None = None  # vector stores: only lanes where the mask is true
+    # A contiguous vector store that may bypass the cache (vectorize's
+    # `nontemporal=`); the backend decides at run time (backends/llvm/streaming.py).
+    nontemporal: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -230,7 +230,8 @@ class _Printer:
     def store(self, s: ir.Store) -> str:
         dest = self.subscript(s.tensor, s.indices)
         where = "" if s.mask is None else f" where {self.expr(s.mask, BOOL)}"
-        return f"{dest} = {self.expr(s.value, value_type(s.tensor.dtype))}{where}"
+        stream = "  nontemporal" if s.nontemporal else ""
+        return f"{dest} = {self.expr(s.value, value_type(s.tensor.dtype))}{where}{stream}"
 
     def subscript(self, tensor: ir.TensorParam, indices) -> str:
         return f"{tensor.name}[{', '.join(self.expr(i, I64) for i in indices)}]"
@@ -278,6 +279,8 @@ class _Printer:
                 return f"overlaps({a.name}, {b.name})", ATOM
             case ir.Threads():
                 return "threads()", ATOM
+            case ir.AlignGap(tensor, indices, nbytes):
+                return f"align_gap({self.subscript(tensor, indices)}, {nbytes})", ATOM
             case ir.TargetOp(name, args):
                 return f"{name}({', '.join(self.expr(a, a.type) for a in args)})", ATOM
             case ir.Reduce(op, indices, body, t):

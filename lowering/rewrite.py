@@ -50,6 +50,8 @@ def map_children(e: ir.Expr, fn: ExprFn) -> ir.Expr:
             return replace(e, args=tuple(fn(a) for a in args))
         case ir.Shuffle(a, b):
             return replace(e, a=fn(a), b=fn(b))
+        case ir.AlignGap(_, indices):
+            return replace(e, indices=tuple(fn(i) for i in indices))
     return e
 
 
@@ -113,6 +115,8 @@ def child_exprs(e: ir.Expr) -> tuple[ir.Expr, ...]:
             return args
         case ir.Shuffle(a, b):
             return (a, b)
+        case ir.AlignGap(_, indices):
+            return indices
     return ()
 
 

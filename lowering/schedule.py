@@ -54,14 +54,14 @@ SIGNATURES: dict[str, tuple[int | None, tuple[int, ...], tuple[str, ...]]] = {
     "tile": (2, (2,), ("tail",)),
     "reorder": (None, (0,), ()),
     "unroll": (1, (0, 1), ()),
-    "parallel": (1, (0,), ()),
+    "parallel": (1, (0,), ("min_work",)),
     "hoist": (1, (0,), ()),
     "pack": (2, (0,), ()),
     "fuse": (2, (0,), ()),
-    "vectorize": (1, (0, 1), ("tail",)),
+    "vectorize": (1, (0, 1), ("tail", "nontemporal")),
     "contract": (None, (0,), ("mr", "nr", "mc", "kc", "nc")),
 }
-INT_OPTIONS = ("mr", "nr", "mc", "kc", "nc")
+INT_OPTIONS = ("mr", "nr", "mc", "kc", "nc", "min_work")
 # Bounds that keep the compiler's own arithmetic in i64 and its output finite
 # (found by tests/fuzz: split(i, 10**20) broke the verifier; contract(mr=1000,
 # nr=1000) spent minutes building a million-accumulator micro-kernel).
@@ -167,6 +167,11 @@ def _option(name: str, kw: ast.Keyword, keywords, bag: DiagnosticBag):
             bag.error(kw.value.span, f"{kw.name}={kw.value.value} is too large (at most {MAX_FACTOR})")
             return None
         return kw.value.value
+    if kw.name == "nontemporal":
+        if not isinstance(kw.value, ast.Name):
+            bag.error(kw.value.span, "nontemporal= takes the name of the tensor the loop stores to: nontemporal=out")
+            return None
+        return kw.value.id
     is_choice = _called(kw.value, "choice") and kw.value.args and not kw.value.keywords
     values = []
     for item in kw.value.args if is_choice else (kw.value,):
@@ -184,7 +189,7 @@ def _describe(name: str) -> str:
         "tile": "two loops and two factors: tile(i, j, 8, 64)",
         "reorder": "two or more loops, outermost first: reorder(k, i)",
         "unroll": "a loop and an optional factor: unroll(k) or unroll(k, 4)",
-        "parallel": "one loop: parallel(i)",
+        "parallel": "one loop: parallel(i) or parallel(i, min_work=65536)",
         "hoist": "one loop: hoist(i)",
         "pack": "an input tensor and a loop: pack(B, j.outer)",
         "fuse": "two adjacent loops: fuse(i, j)",

@@ -207,6 +207,7 @@ class _Verifier:
             self.typed(s.mask, BOOL, s, "a store mask")
         self.access(s, s.tensor, s.indices)
         self.typed(s.value, value_type(s.tensor.dtype), s, f"the value stored to {s.tensor.dtype} '{s.tensor.name}'")
+        self.expect(not s.nontemporal or (widths and s.mask is None), s, "a nontemporal store is an unmasked vector store")
 
     def access(self, node, tensor, indices) -> None:
         self.expect(tensor in self.tensors, node, f"tensor {tensor!r} is not a parameter of this kernel")
@@ -272,6 +273,10 @@ class _Verifier:
             case ir.Overlaps(a, b):
                 self.expect(a in self.tensors and b in self.tensors, e, "overlaps() of a foreign tensor")
                 self.expect(t == BOOL, e, "overlaps() has type bool")
+            case ir.AlignGap(tensor, indices, nbytes):
+                self.access(e, tensor, indices)
+                self.expect(t == I64, e, "align_gap() has type i64")
+                self.expect(nbytes > 0 and nbytes & (nbytes - 1) == 0, e, "align_gap() aligns to a power of two")
             case ir.Reduce():
                 self.reduce(e)
             case ir.TargetOp(name, args):

@@ -65,6 +65,8 @@ class FunctionContext:
         self.scratch_slots: dict[TensorParam, tuple[ir.AllocaInstr, ir.GlobalVariable]] = {}
         self.local_arrays: dict[TensorParam, ir.AllocaInstr] = {}  # local_arrays.py
         self.float_bounds: list[tuple] = []  # (x, c): abs(x) < c holds here (exprs._guarded)
+        self.streamed = False  # made a non-temporal store (streaming.py)
+        self.stream_threshold: ir.Value | None = None
         self._exit: tuple[ir.Block, ir.PhiInstr] | None = None
         opts = kernel.options
         self.fmf: tuple[str, ...] = (("contract",) if opts.contract else ()) + (("reassoc",) if opts.reassociate else ())
@@ -141,6 +143,10 @@ class FunctionContext:
             from .scratch import release_all  # scratch.py builds on this module
 
             release_all(self, bld)
+        if self.streamed:
+            from .streaming import finish_streaming  # as scratch.py
+
+            finish_streaming(self, bld)
         bld.ret(phi)
 
 

@@ -16,7 +16,7 @@ from collections.abc import Callable
 
 import llvmlite.ir as ir
 
-from dsl.lowering.ir import (Binary, Broadcast, Cast, Const, Expr, Fma, HReduce, Load, Overlaps,
+from dsl.lowering.ir import (AlignGap, Binary, Broadcast, Cast, Const, Expr, Fma, HReduce, Load, Overlaps,
                              Ramp, Select, Shape, Shuffle, TargetOp, Threads, Unary, Var)
 from dsl.lowering.vector import lanes_of
 
@@ -28,6 +28,7 @@ from .ltypes import I1, I32, I64, const, int_const, reg_type, with_lanes
 from .mathops import emit_cast, emit_fma, emit_unary
 from .memory import load_element, overlaps
 from .runtime import num_threads
+from .streaming import align_gap
 from .target_ops import emit_target_op
 from .vector_memory import vector_load
 from .vectors import hreduce, ramp, splat, widen
@@ -65,6 +66,8 @@ def emit_expr(cx: FunctionContext, e: Expr) -> ir.Value:
             return _select(cx, e)
         case Overlaps(a=a, b=b):
             return overlaps(cx, cx.tensor(a), cx.tensor(b))
+        case AlignGap():
+            return align_gap(cx, e, [emit_expr(cx, i) for i in e.indices])
         case Threads():
             return cx.builder.zext(cx.builder.call(num_threads(cx.module, cx.module.triple), []), I64)
         case Ramp(base=base, stride=stride, lanes=lanes):
@@ -142,7 +145,7 @@ def may_load(e: Expr) -> bool:
             return any(may_load(i) for i in indices)
         case Load():
             return True
-        case Const() | Var() | Shape() | Overlaps() | Threads():
+        case Const() | Var() | Shape() | Overlaps() | Threads() | AlignGap():
             return False
         case Binary(lhs=lhs, rhs=rhs):
             return may_load(lhs) or may_load(rhs)

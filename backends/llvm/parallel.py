@@ -30,7 +30,7 @@ from dataclasses import dataclass, replace
 
 import llvmlite.ir as ir
 
-from dsl.lowering.ir import For, If, Load, Overlaps, Prefetch, Shape, Store, Sym, TensorParam, Var
+from dsl.lowering.ir import AlignGap, For, If, Load, Overlaps, Prefetch, Shape, Store, Sym, TensorParam, Var
 from dsl.lowering.types import I64 as INDEX
 from dsl.lowering.rewrite import assigned_syms, stmt_exprs, walk_expr, walk_stmts
 
@@ -100,6 +100,8 @@ def _plan(cx: FunctionContext, loop: For) -> _Plan:
                     used_tensors.add(t)
                 case Overlaps(a=a, b=b):
                     used_tensors.update((a, b))
+                case AlignGap(tensor=t):
+                    used_tensors.add(t)
     assigned = assigned_syms(loop.body) | {loop.var}
     outside = _read_outside(cx.kernel.body, loop)
     liveout = sorted(assigned & outside, key=lambda s: s.id)

@@ -17,6 +17,8 @@ and one exported one, `void __dsl_set_num_threads(int)`, to change that count.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import llvmlite.ir as ir
 
 from .ltypes import I32, I64, PTR, int_const
@@ -102,27 +104,36 @@ def define_thread_setter(module: ir.Module) -> ir.Function:
 def num_threads(module: ir.Module, triple: str) -> ir.Function:
     """The module's `i32 __dsl_num_threads()` (defined on first request).
 
-    The first call reads the environment; racing first calls compute the same
-    number, so a relaxed atomic store is enough to publish it.
+    The first call reads the environment (`define_cached`).
     """
     existing = module.globals.get(NUM_THREADS_FN)
     if existing is not None:
         return existing
-    fn = ir.Function(module, ir.FunctionType(I32, []), name=NUM_THREADS_FN)
+    return define_cached(module, NUM_THREADS_FN, _thread_cache(module), 1,
+                         lambda fn, bld: _threads_from_env(module, fn, bld, triple))
+
+
+def define_cached(module: ir.Module, name: str, cache: ir.GlobalVariable, least: int,
+                  compute: Callable[[ir.Function, ir.IRBuilder], ir.Value]) -> ir.Function:
+    """An internal `T name()` (T: the type of the global `cache`) that returns
+    `cache` once it holds a value >= `least`, else the value `compute(fn, bld)`
+    emits, stored in `cache` for the next call. Racing first calls compute the
+    same value, so a relaxed atomic store is enough to publish it."""
+    typ = cache.value_type
+    fn = ir.Function(module, ir.FunctionType(typ, []), name=name)
     fn.linkage = "internal"
     fn.attributes.add("nounwind")
-    cache = _thread_cache(module)
     bld = ir.IRBuilder(fn.append_basic_block("entry"))
-    cached = bld.load_atomic(cache, "monotonic", 4, typ=I32)
-    known, compute = fn.append_basic_block("known"), fn.append_basic_block("compute")
-    bld.cbranch(bld.icmp_signed(">", cached, int_const(I32, 0)), known, compute)
+    cached = bld.load_atomic(cache, "monotonic", typ.width // 8, typ=typ)
+    known, first = fn.append_basic_block("known"), fn.append_basic_block("compute")
+    bld.cbranch(bld.icmp_signed(">=", cached, int_const(typ, least)), known, first)
     bld.position_at_end(known)
     bld.ret(cached)
-    bld.position_at_end(compute)
-    count = _threads_from_env(module, fn, bld, triple)
+    bld.position_at_end(first)
+    value = compute(fn, bld)
     # (llvmlite's store_atomic wants a typed pointer; an exchange does the same.)
-    bld.atomic_rmw("xchg", cache, count, "monotonic")
-    bld.ret(count)
+    bld.atomic_rmw("xchg", cache, value, "monotonic")
+    bld.ret(value)
     return fn
 
 

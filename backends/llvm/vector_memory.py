@@ -34,6 +34,7 @@ from ..errors import BackendError
 from .context import FunctionContext, TensorArgs, intrinsic_suffix
 from .ltypes import I1, I32, I64, PTR, int_const, mem_type
 from .memory import element_pointer, from_memory, to_memory
+from .streaming import nontemporal_store
 from .vectors import ramp, splat, widen
 
 Emit = Callable[[FunctionContext, Expr], ir.Value]
@@ -76,7 +77,9 @@ def vector_store(cx: FunctionContext, s: Store, emit: Emit) -> None:
     contiguous, ptr = _address(cx, t, s.indices, lanes, emit, masked=s.mask is not None)
     value = to_memory(cx.builder, splat(cx, emit(cx, s.value), lanes), dtype)
     mask = _mask(cx, s.mask, lanes, emit)
-    if contiguous and mask is None:
+    if contiguous and mask is None and s.nontemporal:
+        nontemporal_store(cx, t, value, ptr, lanes)
+    elif contiguous and mask is None:
         cx.builder.store(value, ptr, align=dtype.itemsize)
     elif contiguous:
         _masked_call(cx, "store", None, [value, ptr, mask], dtype.itemsize)

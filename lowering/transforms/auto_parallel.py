@@ -35,7 +35,7 @@ def run(kernel: ir.Kernel, remarks: list | None = None) -> ir.Kernel:
         if loop is None:
             remark(remarks, s.span, f"loop '{s.name}' runs on one thread: {reason}")
             continue
-        work = _work(loop)
+        work = estimated_work(loop)
         when = compare(">=", work, i64(MIN_WORK))
         body = replace_loop(body, loop, [replace(loop, kind="parallel", when=when)])
         remark(remarks, loop.span, f"loop '{loop.name}': parallel on all threads when its work "
@@ -86,7 +86,7 @@ def _unproven_access(loop: ir.For) -> str | None:
     return None
 
 
-def _work(loop: ir.For) -> ir.Expr:
+def estimated_work(loop: ir.For) -> ir.Expr:
     """Iterations x accesses, as an i64 expression valid before the loop runs."""
     inside = assigned_syms(loop.body) | {loop.var}
     return mul(_trips(loop, inside), maximum(_cost(loop.body, inside), i64(1)))
@@ -104,11 +104,17 @@ def _trips(loop: ir.For, inside: set) -> ir.Expr:
 
 def _block_length(loop: ir.For) -> int | None:
     """c for a loop over `range(b, min(b + c, n))` (either side of the min),
-    a block of a loop split by hand: the sum over blocks of 1024 in
+    or over `range(0, min(c, n - b))` (split's masked block); a block of a
+    loop split by hand: the sum over blocks of 1024 in
     stdlib/reduce.tk counted one access per block, so 64 pieces of 2^18
     elements looked too small for threads and a 16M sum ran serially."""
     stop, start = loop.stop, loop.start
-    if not (isinstance(stop, ir.Binary) and stop.op == "min" and isinstance(start, ir.Var)):
+    if not (isinstance(stop, ir.Binary) and stop.op == "min"):
+        return None
+    if isinstance(start, ir.Const):  # range(0, min(c, n - b)): a split's masked block
+        sizes = [side.value - start.value for side in (stop.lhs, stop.rhs) if isinstance(side, ir.Const)]
+        return sizes[0] if sizes else None
+    if not isinstance(start, ir.Var):
         return None
     for side in (stop.lhs, stop.rhs):
         if (isinstance(side, ir.Binary) and side.op == "+" and isinstance(side.lhs, ir.Var)

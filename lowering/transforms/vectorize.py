@@ -29,6 +29,7 @@ from .. import ir
 from ..rewrite import map_expr, stmt_exprs, walk_expr, walk_stmts
 from ..types import BOOL
 from ..vector import lanes_of
+from . import nontemporal
 from .dependence import separated_by
 from .vector_accumulators import REDUCTION_OF, accumulate_in_vectors
 from .vector_locals import assigned_locals, carried_locals, vector_locals
@@ -46,23 +47,58 @@ def run(kernel: ir.Kernel, d) -> ir.Kernel:
         raise ScheduleError(d.span, f"cannot vectorize '{loop.name}': a loop inside it is already vectorized",
                             "vectorize one loop of a nest")
     if not d.ints:
+        if d.option("nontemporal") is not None:
+            raise ScheduleError(d.span, "nontemporal= needs a vector width: vectorize(i, 16, nontemporal=out)")
         new = Vectorizer(kernel, loop, d.span).run()
         parent = next((s for s in walk_stmts(kernel.body) if isinstance(s, ir.For) and loop in s.body), None)
         kernel = replace(kernel, body=replace_loop(kernel.body, loop, new))
         return kernel if parent is None else _accumulate_over(kernel, parent.name, d.span)
-    width, tail = d.ints[0], d.option("tail", "peel")
+    width, tail, stream = d.ints[0], d.option("tail", "peel"), d.option("nontemporal")
+    original, pieces = loop, []
+    if stream is not None:
+        tail = _streaming_tail(d)
+        # Checked on the whole loop: the head's length is not affine, and the
+        # rest, a shifted part of the loop, touches a subset of its elements.
+        _check_separated(loop, d.span)
+        pieces, loop = nontemporal.peel_head(kernel, loop, stream, width, d.span)
     main, rest = split_loop(loop, width, "peel", d.span)
-    kernel = replace(kernel, body=replace_loop(kernel.body, loop, [main, rest]))
+    kernel = replace(kernel, body=replace_loop(kernel.body, original, [*pieces, main, rest]))
     inner = main.body[0]
-    kernel = replace(kernel, body=replace_loop(kernel.body, inner, Vectorizer(kernel, inner, d.span).run()))
+    vectors = Vectorizer(kernel, inner, d.span, separated=stream is not None).run()
+    kernel = replace(kernel, body=replace_loop(kernel.body, inner, vectors))
     kernel = _accumulate_over(kernel, main.name, d.span)
-    if tail == "mask":
-        # Full vectors run unmasked; only the last, partial one is masked.
-        rest = find_loop(kernel.body, rest.name, d.span)  # rebuilt by the replacement above
-        last = Vectorizer(kernel, rest, d.span, lanes=width).run()
-        runs = ir.Binary("<", rest.start, rest.stop, BOOL, rest.span)
-        kernel = replace(kernel, body=replace_loop(kernel.body, rest, [ir.If(runs, tuple(last), (), rest.span)]))
+    if stream is not None:
+        main = find_loop(kernel.body, main.name, d.span)
+        marked = nontemporal.mark_stores(main, nontemporal.tensor_named(kernel, stream))
+        kernel = replace(kernel, body=replace_loop(kernel.body, main, [marked]))
+    # Full vectors run unmasked; only a partial one (the last, the head) is masked.
+    for piece in ([rest] if tail == "mask" else []) + pieces[1:]:
+        kernel = _masked_step(kernel, piece.name, width, d.span)
     return kernel
+
+
+def _streaming_tail(d) -> str:
+    """With nontemporal=, which elements run in the head and the tail depends
+    on the array's address; as masked vector steps they are computed as all
+    the others are (a scalar step may round a function differently)."""
+    if d.option("tail") == "peel":
+        raise ScheduleError(d.span, "nontemporal= runs the head and the tail as masked vector steps",
+                            "write tail=mask, or leave tail= out")
+    return "mask"
+
+
+def _check_separated(loop: ir.For, span) -> None:
+    """Different iterations of `loop` touch different elements (reductions aside)."""
+    rest = [s for s in loop.body if not (isinstance(s, ir.Store) and not any(_uses(i, loop.var) for i in s.indices))]
+    separated_by(rest, loop.var, f"vectorize '{loop.name}'", span)
+
+
+def _masked_step(kernel: ir.Kernel, name: str, width: int, span) -> ir.Kernel:
+    """The loop `name`, of fewer than `width` iterations, as one masked vector step."""
+    loop = find_loop(kernel.body, name, span)  # rebuilt by the replacements before
+    step = Vectorizer(kernel, loop, span, lanes=width).run()
+    runs = ir.Binary("<", loop.start, loop.stop, BOOL, loop.span)
+    return replace(kernel, body=replace_loop(kernel.body, loop, [ir.If(runs, tuple(step), (), loop.span)]))
 
 
 def _has_vectors(body) -> bool:
@@ -81,10 +117,11 @@ def _accumulate_over(kernel: ir.Kernel, loop_name: str, span) -> ir.Kernel:
 
 
 class Vectorizer:
-    def __init__(self, kernel: ir.Kernel, loop: ir.For, span, lanes: int | None = None):
+    def __init__(self, kernel: ir.Kernel, loop: ir.For, span, lanes: int | None = None, separated: bool = False):
         """`lanes` given: `loop` runs fewer than `lanes` iterations (a split's
-        tail) and becomes one masked vector step."""
-        self.kernel, self.loop, self.span = kernel, loop, span
+        tail) and becomes one masked vector step. `separated`: the caller has
+        checked that iterations touch different elements."""
+        self.kernel, self.loop, self.span, self.separated = kernel, loop, span, separated
         if lanes is None:
             self.lanes, self.mask = self._shape(loop)
         else:
@@ -116,7 +153,8 @@ class Vectorizer:
         self._require_proven(body)
         reductions = self._reduction_stores(body)
         rest = tuple(s for s in body if s not in reductions)
-        separated_by(rest, self.loop.var, self.what, self.span)
+        if not self.separated:
+            separated_by(rest, self.loop.var, self.what, self.span)
         self.carried = set(carried_locals(self.kernel.body, self.loop))
         self._check_carried(body)
         private = [s for s in assigned_locals(body) if s not in self.carried]

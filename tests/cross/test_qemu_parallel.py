@@ -82,3 +82,27 @@ def test_matmul_transposed_views_under_qemu(aarch64, tmp_path):
                                           env=_env(2))
         assert status == 0 and WARNING not in stderr
         assert_close(out, a.astype(np.float64) @ b, f"matmul {m}x{k}x{n}")
+
+
+STREAMING = """
+@schedule(split(i, 1024, tail=peel), parallel(i.outer), vectorize(i.inner, 16, nontemporal=out))
+def axpy(x: f32[N], y: f32[N], out: f32[N]):
+    out[i] = 2.0 * x[i] + y[i]
+"""
+
+
+def test_streaming_stores_under_qemu(aarch64, tmp_path):
+    """vectorize's nontemporal= on AArch64 (STNP), streaming forced on, on 2 threads."""
+    (tmp_path / "stream.tk").write_text(STREAMING)
+    asm = compile_file(tmp_path / "stream.tk", CompileOptions(triple="aarch64-linux-gnu"), stop_after="asm").asm
+    assert "stnp" in asm
+    kernels, message = dslc_build(tmp_path / "stream.tk", tmp_path, "stream", *AARCH64)
+    assert kernels is not None, message
+    rng = np.random.default_rng(6)
+    for n in (5, 3000):
+        args = [rng.standard_normal(n).astype(np.float32), rng.standard_normal(n).astype(np.float32),
+                np.zeros(n, np.float32)]
+        env = {**_env(2), "DSL_STREAM_BYTES": "0"}
+        status, (out,), _ = run_case(aarch64, tmp_path, "stream", kernels["axpy"], args, env=env)
+        assert status == 0
+        np.testing.assert_array_equal(out, np.float32(2) * args[0] + args[1])
