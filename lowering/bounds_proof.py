@@ -10,6 +10,7 @@ Dims are sizes, so they are never negative.
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 
 from . import ir
@@ -98,11 +99,11 @@ def to_expr(form: Linear) -> ir.Expr:
 
 
 def _bounds(loop: LoopRange) -> tuple[Linear | None, Linear | None]:
+    """(lowest, highest) value of the loop's variable, each None when not linear
+    (a loop over `range((R + 15) // 16)` still starts at 0)."""
     if loop.step > 0:
         start, stop = linear(loop.start), _upper(loop.stop)
-        if start is None or stop is None:
-            return None, None
-        return start, _add(stop, {1: -1}, 1)
+        return start, None if stop is None else _add(stop, {1: -1}, 1)
     start, stop = linear(loop.start), linear(loop.stop)
     if start is None or stop is None:
         return None, None
@@ -127,6 +128,30 @@ def provably_in_bounds(index: ir.Expr, size: ir.Expr, loops: list[LoopRange]) ->
     form, bound = linear(index), linear(size)
     if form is None or bound is None:
         return False
+    return any(_below(form, bound, choice) for choice in _min_choices(loops))
+
+
+_MAX_MIN_LOOPS = 3  # loops stopping at a min(a, b) whose sides are tried one by one
+
+
+def _min_choices(loops: list[LoopRange]):
+    """`loops`, and, for each loop stopping at `min(a, b)`, with `a` or `b` as
+    its stop: both bound it (`i < min(16, R - 16 b)` gives i < 16 and
+    16 b + i < R), and an index may need either."""
+    yield loops
+    picks = [k for k, loop in enumerate(loops) if isinstance(loop.stop, ir.Binary) and loop.stop.op == "min"]
+    if not picks or len(picks) > _MAX_MIN_LOOPS:
+        return
+    for sides in itertools.product((0, 1), repeat=len(picks)):
+        choice = list(loops)
+        for k, side in zip(picks, sides):
+            stop = choice[k].stop
+            choice[k] = LoopRange(choice[k].var, choice[k].start, stop.rhs if side else stop.lhs, choice[k].step)
+        yield choice
+
+
+def _below(form: Linear, bound: Linear, loops: list[LoopRange]) -> bool:
+    """0 <= form < bound over the loops' ranges."""
     low = _extreme(form, loops, largest=False)
     high = _extreme(form, loops, largest=True)
     if low is None or high is None:

@@ -40,6 +40,12 @@ def interior(x: f32[N], y: f32[N]):
         y[i] = x[i - 1] + x[i + 1]
     for i in range(N - 1, -1, -1):
         y[i] = y[i] + x[N - 1 - i]
+
+def blocks(x: f32[R, C], y: f32[R, C]):
+    for b in range((R + 15) // 16):
+        for i in range(min(16, R - b * 16)):
+            for j in range(min(C, 64)):
+                y[b * 16 + i, j] = x[b * 16 + i, j] + 1.0
 """
 
 
@@ -108,6 +114,12 @@ def test_access_under_if_is_checked_under_the_if(guarded):
 def test_accesses_within_their_loop_ranges_are_proven(guarded):
     assert bounds_checks(guarded["row_sums"]) == []
     assert bounds_checks(guarded["interior"]) == []
+
+
+def test_either_side_of_a_min_bound_may_prove_an_access(guarded):
+    """Rows b * 16 + i < R need the `R - b * 16` side of i's bound, columns the
+    `C` side; b's own bound is not linear, but b starts at 0."""
+    assert bounds_checks(guarded["blocks"]) == []
 
 
 def test_shifted_kernel_returns_the_bounds_status(library):
