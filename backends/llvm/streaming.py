@@ -72,7 +72,7 @@ def nontemporal_store(cx: FunctionContext, t: TensorArgs, value: ir.Value, ptr: 
 
 def finish_streaming(cx: FunctionContext, bld: ir.IRBuilder) -> None:
     """At the function's exit: make its non-temporal stores visible (x86 `sfence`)."""
-    if cx.streamed and cx.module.triple.startswith(("x86_64", "i686", "i386")):
+    if cx.module.triple.startswith(("x86_64", "i686", "i386")):
         bld.call(extern(cx.module, "llvm.x86.sse.sfence", VOID, []), [])
     # AArch64's STNP is ordered by the barriers that publish results anyway.
 

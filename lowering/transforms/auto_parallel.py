@@ -35,11 +35,9 @@ def run(kernel: ir.Kernel, remarks: list | None = None) -> ir.Kernel:
         if loop is None:
             remark(remarks, s.span, f"loop '{s.name}' runs on one thread: {reason}")
             continue
-        work = estimated_work(loop)
-        when = compare(">=", work, i64(MIN_WORK))
-        body = replace_loop(body, loop, [replace(loop, kind="parallel", when=when)])
+        body = replace_loop(body, loop, [replace(loop, kind="parallel", when=enough_work(loop, MIN_WORK))])
         remark(remarks, loop.span, f"loop '{loop.name}': parallel on all threads when its work "
-                                    f"(~{format_expr(work)} element accesses) is at least {MIN_WORK}")
+                                    f"(~{format_expr(estimated_work(loop))} element accesses) is at least {MIN_WORK}")
     return replace(kernel, body=body)
 
 
@@ -84,6 +82,11 @@ def _unproven_access(loop: ir.For) -> str | None:
             if isinstance(e, ir.Load) and not e.safe:
                 return e.tensor.name
     return None
+
+
+def enough_work(loop: ir.For, least: int) -> ir.Expr:
+    """The run-time test that a call brings `loop` at least `least` element accesses."""
+    return compare(">=", estimated_work(loop), i64(least))
 
 
 def estimated_work(loop: ir.For) -> ir.Expr:

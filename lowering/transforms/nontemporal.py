@@ -34,7 +34,7 @@ MAX_ALIGN = 64  # bytes: a cache line
 def peel_head(kernel: ir.Kernel, loop: ir.For, name: str, width: int, span) -> tuple[list[ir.Stmt], ir.For]:
     """([count, head], rest): `loop` split where its stores to tensor `name`
     become aligned, after `count` (an Assign of the head's length) and `head`."""
-    tensor = _output(kernel, name, loop, span)
+    tensor = _output(kernel, name, span)
     store = _first_store(loop, tensor, span)
     first = tuple(fold(substitute_expr(i, {loop.var: loop.start})) for i in store.indices)
     nbytes = alignment(width, tensor.dtype.itemsize)
@@ -66,24 +66,19 @@ def mark_stores(loop: ir.For, tensor: ir.TensorParam) -> ir.For:
     return replace(loop, body=map_stmts(loop.body, None, stmt_fn))
 
 
-def tensor_named(kernel: ir.Kernel, name: str) -> ir.TensorParam | None:
-    return next((t for t in kernel.tensors if t.name == name), None)
-
-
-def _output(kernel: ir.Kernel, name: str, loop: ir.For, span) -> ir.TensorParam:
-    tensor = tensor_named(kernel, name)
-    if tensor is None:
+def _output(kernel: ir.Kernel, name: str, span) -> ir.TensorParam:
+    if name not in {t.name for t in kernel.tensors}:
         names = [t.name for t in kernel.tensors if t.is_output]
         raise ScheduleError(span, f"nontemporal=: no tensor named '{name}'", *did_you_mean(name, names))
-    if not any(isinstance(s, ir.Store) and s.tensor is tensor for s in walk_stmts(loop.body)):
-        raise ScheduleError(span, f"nontemporal=: loop '{loop.name}' stores nothing to '{name}'")
-    return tensor
+    return kernel.tensor(name)
 
 
 def _first_store(loop: ir.For, tensor: ir.TensorParam, span) -> ir.Store:
     """The loop's first store to `tensor`; each must move by one element per
     iteration along the last axis and stay put along the others."""
     stores = [s for s in walk_stmts(loop.body) if isinstance(s, ir.Store) and s.tensor is tensor]
+    if not stores:
+        raise ScheduleError(span, f"nontemporal=: loop '{loop.name}' stores nothing to '{tensor.name}'")
     for s in stores:
         *outer, last = s.indices
         form = linear(last)

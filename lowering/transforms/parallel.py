@@ -17,8 +17,7 @@ from dataclasses import replace
 
 from .. import ir
 from ..rewrite import map_stmts, stmt_exprs, walk_expr, walk_stmts
-from ..arith import compare, i64
-from .auto_parallel import estimated_work
+from .auto_parallel import enough_work
 from .dependence import require_private_locals, separated_by
 from .nest import find_loop, replace_loop
 
@@ -32,7 +31,7 @@ def run(kernel: ir.Kernel, d) -> ir.Kernel:
     require_private_locals(loop.body, what, d.span)
     separated_by(loop.body, loop.var, what, d.span)
     min_work = d.option("min_work")
-    when = None if min_work is None else compare(">=", estimated_work(loop), i64(min_work))
+    when = None if min_work is None else enough_work(loop, min_work)
     return replace(kernel, body=replace_loop(kernel.body, loop, [replace(loop, kind="parallel", when=when)]))
 
 

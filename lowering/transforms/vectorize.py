@@ -69,7 +69,7 @@ def run(kernel: ir.Kernel, d) -> ir.Kernel:
     kernel = _accumulate_over(kernel, main.name, d.span)
     if stream is not None:
         main = find_loop(kernel.body, main.name, d.span)
-        marked = nontemporal.mark_stores(main, nontemporal.tensor_named(kernel, stream))
+        marked = nontemporal.mark_stores(main, kernel.tensor(stream))
         kernel = replace(kernel, body=replace_loop(kernel.body, main, [marked]))
     # Full vectors run unmasked; only a partial one (the last, the head) is masked.
     for piece in ([rest] if tail == "mask" else []) + pieces[1:]:
@@ -89,8 +89,13 @@ def _streaming_tail(d) -> str:
 
 def _check_separated(loop: ir.For, span) -> None:
     """Different iterations of `loop` touch different elements (reductions aside)."""
-    rest = [s for s in loop.body if not (isinstance(s, ir.Store) and not any(_uses(i, loop.var) for i in s.indices))]
-    separated_by(rest, loop.var, f"vectorize '{loop.name}'", span)
+    fixed = _fixed_stores(loop.body, loop.var)
+    separated_by([s for s in loop.body if s not in fixed], loop.var, f"vectorize '{loop.name}'", span)
+
+
+def _fixed_stores(body, var: ir.Sym) -> list[ir.Store]:
+    """Top-level stores whose index does not move with `var` (reductions, or errors), in order."""
+    return [s for s in body if isinstance(s, ir.Store) and not any(_uses(i, var) for i in s.indices)]
 
 
 def _masked_step(kernel: ir.Kernel, name: str, width: int, span) -> ir.Kernel:
@@ -198,14 +203,12 @@ class Vectorizer:
 
     def _reduction_stores(self, body) -> set:
         """Top-level `T[j] = T[j] op e` stores whose index does not move with the loop."""
-        out = set()
-        for s in body:
-            if isinstance(s, ir.Store) and not any(_uses(i, self.loop.var) for i in s.indices):
-                if _reduction_operand(s.value, lambda e: _same_load(e, s)) is None:
-                    raise ScheduleError(self.span, f"cannot {self.what}: every iteration stores to the same "
-                                        f"element of '{s.tensor.name}'")
-                out.add(s)
-        return out
+        out = _fixed_stores(body, self.loop.var)
+        for s in out:
+            if _reduction_operand(s.value, lambda e: _same_load(e, s)) is None:
+                raise ScheduleError(self.span, f"cannot {self.what}: every iteration stores to the same "
+                                    f"element of '{s.tensor.name}'")
+        return set(out)
 
     # ------------------------------------------------------------ rewriting
 
