@@ -14,9 +14,10 @@ import numpy as np
 
 from .arrays import as_view
 from .quant_formats import FORMATS, block_rows, check_shape, quant_format, quant_library
-from .quant_lanes import LANES, empty_lanes, from_lanes, padded_to_groups, to_lanes
+from .quant_lanes import LANES, empty_lanes, from_lanes, to_lanes, whole_groups
 
 from .quant_matmul import qmatmul, qmatvec
+from .quant_q8 import quantize_blocks
 
 __all__ = ["quantize", "dequantize", "qmatvec", "qmatmul", "QUANT_TYPES"]
 
@@ -96,7 +97,7 @@ def quantize(x: np.ndarray, qtype: str, out: np.ndarray | None = None) -> np.nda
     if fmt.name in ("q8_0", "q8_k"):
         quantize_blocks(rows, fmt.name, "quantize", target)
     else:
-        _whole_groups(rows, target, lambda blocks, into: _k_quants(fmt.name, blocks, into))
+        whole_groups(rows, target, lambda blocks, into: _k_quants(fmt.name, blocks, into))
     return out
 
 
@@ -111,20 +112,6 @@ def _checked_out(out, shape: tuple[int, ...], x: np.ndarray) -> np.ndarray | Non
     return out
 
 
-def _whole_groups(rows: np.ndarray, out: np.ndarray, write) -> None:
-    """`write(blocks, into)` on whole groups of LANES blocks (the kernels put
-    one block in each vector lane): straight into `out` ([count, bytes]) but
-    for a partial last group, which goes through a zero-padded group of its own."""
-    count = rows.shape[0]
-    whole = count // LANES * LANES
-    if whole:
-        write(rows[:whole], out[:whole])
-    if whole < count:
-        last = np.empty((LANES, out.shape[1]), np.uint8)
-        write(padded_to_groups(rows[whole:]), last)
-        out[whole:] = last[:count - whole]
-
-
 def _k_quants(qtype: str, rows: np.ndarray, out: np.ndarray) -> None:
     """q4_K, q5_K or q6_K of whole groups of blocks, `_CHUNK_GROUPS` groups at a time."""
     groups = out.reshape(-1, LANES, out.shape[1])
@@ -132,27 +119,6 @@ def _k_quants(qtype: str, rows: np.ndarray, out: np.ndarray) -> None:
     for start in range(0, rows.shape[0], step):
         stop = min(start + step, rows.shape[0])
         _QUANTIZERS[qtype](to_lanes(rows[start:stop]), groups[start // LANES:stop // LANES], out[start:stop])
-
-
-def quantize_blocks(rows: np.ndarray, qtype: str, kernel: str, out: np.ndarray | None = None) -> np.ndarray:
-    """q8_0 or q8_K blocks of `rows` (float32 [count, block], C-contiguous) by
-    `stdlib/quant_q8.tk`'s `<kernel>_<qtype>` ('quantize': all cores,
-    'activations': one), into `out` (uint8 [count, bytes]) if given."""
-    count, nbytes = rows.shape[0], FORMATS[qtype].nbytes
-    run = getattr(quant_library("quant_q8"), f"{kernel}_{qtype}")
-    out = np.empty((count, nbytes), np.uint8) if out is None else out
-    if qtype == "q8_k":
-        if count:
-            run(rows, out.view(np.int8), out.view(np.float32), out.view(np.int16))
-        return out
-
-    def q8_0(blocks: np.ndarray, into: np.ndarray) -> None:
-        groups = blocks.shape[0] // LANES
-        run(blocks.reshape(groups, LANES, -1), into.view(np.int8).reshape(groups, LANES, -1),
-            into.view(np.float16).reshape(groups, LANES, -1))
-
-    _whole_groups(rows, out, q8_0)
-    return out
 
 
 def _quantize_k(xl: np.ndarray, blocks: np.ndarray, out: np.ndarray, nmax: int, rmin: float, nstep: int) -> None:

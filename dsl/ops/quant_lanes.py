@@ -52,3 +52,17 @@ def from_lanes(arr: np.ndarray, count: int) -> np.ndarray:
 def empty_lanes(groups: int, n: int, dtype) -> np.ndarray:
     """A small output field in lanes: [groups, n, LANES] of `dtype`."""
     return np.empty((groups, n, LANES), dtype)
+
+
+def whole_groups(rows: np.ndarray, out: np.ndarray, write) -> None:
+    """`write(blocks, into)` on whole groups of LANES blocks (the kernels put
+    one block in each vector lane): straight into `out` ([count, bytes]) but
+    for a partial last group, which goes through a zero-padded group of its own."""
+    count = rows.shape[0]
+    whole = count // LANES * LANES
+    if whole:
+        write(rows[:whole], out[:whole])
+    if whole < count:
+        last = np.empty((LANES, out.shape[1]), np.uint8)
+        write(padded_to_groups(rows[whole:]), last)
+        out[whole:] = last[:count - whole]

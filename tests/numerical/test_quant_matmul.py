@@ -73,6 +73,21 @@ def test_zero_rows_and_columns():
     assert dsl.ops.qmatmul(np.ones((0, 256), np.float32), wq, "q4_k", (3, 256)).shape == (0, 3)
 
 
+def test_every_form_of_the_arguments_gives_the_same_product():
+    """The quick path (a tuple shape, a contiguous uint8 block array, a
+    contiguous float32 x) and the general one agree: a list shape, numpy ints,
+    a flat block buffer, an x with steps."""
+    w = rows("gaussian", 5, 512, seed=3)
+    wq = dsl.ops.quantize(w, "q4_k")
+    x = rows("gaussian", 1, 1024, seed=4)[0]
+    want = dsl.ops.qmatvec(wq, np.ascontiguousarray(x[::2]), "q4_k", (5, 512))
+    for form in (lambda: dsl.ops.qmatvec(wq, x[::2], "q4_k", (5, 512)),
+                 lambda: dsl.ops.qmatvec(wq.reshape(-1), x[::2], "q4_k", [5, 512]),
+                 lambda: dsl.ops.qmatvec(wq, x[::2].copy(), "Q4_K", (np.int64(5), np.int64(512))),
+                 lambda: dsl.ops.qmatmul(x[None, ::2], wq, "q4_k", (5, 512))[0]):
+        np.testing.assert_array_equal(form(), want)
+
+
 @pytest.mark.parametrize("call, error, words", [
     (lambda wq: dsl.ops.qmatvec(wq, np.ones(300, np.float32), "q4_k", (2, 256)), ValueError, "K = 256"),
     (lambda wq: dsl.ops.qmatvec(wq, np.ones(256, np.float64), "q4_k", (2, 256)), TypeError, "float32"),
@@ -80,6 +95,8 @@ def test_zero_rows_and_columns():
     (lambda wq: dsl.ops.qmatvec(wq, np.ones(256, np.float32), "q4_k", (3, 256)), ValueError, "takes 432"),
     (lambda wq: dsl.ops.qmatvec(wq, np.ones(256, np.float32), "q8_k", (2, 256)), ValueError, "no fused product"),
     (lambda wq: dsl.ops.qmatvec(wq, np.ones(200, np.float32), "q4_k", (2, 200)), ValueError, "whole number"),
+    (lambda wq: dsl.ops.qmatvec(wq, np.ones(256, np.float32), "q4_k", [2, [256]]), TypeError, "tuple of ints"),
+    (lambda wq: dsl.ops.qmatvec(wq.view(np.int8), np.ones(256, np.float32), "q4_k", (2, 256)), TypeError, "uint8"),
 ])
 def test_bad_calls(call, error, words):
     wq = dsl.ops.quantize(np.ones((2, 256), np.float32), "q4_k")
