@@ -94,3 +94,34 @@ def test_errors(args, error, text):
 def test_bad_out():
     with pytest.raises(ValueError, match=r"permute: out has shape \(2, 3\), the result has shape \(3, 2\)"):
         dsl.ops.permute(np.ones((2, 3), np.float32), (1, 0), out=np.empty((2, 3), np.float32))
+
+
+_STREAMED = r"""
+import itertools, numpy as np, dsl
+rng = np.random.default_rng(5)
+for dtype in (np.uint8, np.int16, np.float32, np.float64):
+    for shape in ((20, 3, 70), (3, 40, 33), (17, 16, 129)):
+        x = (rng.standard_normal(shape) * 100).astype(dtype)
+        for axes in itertools.permutations(range(3)):
+            want = x.transpose(axes)
+            room = np.full(want.size + 64, 7, dtype)
+            out = room[13:13 + want.size].reshape(want.shape)  # rows at every alignment
+            dsl.ops.permute(x, axes, out=out)
+            assert np.array_equal(out, want), (dtype, shape, axes)
+            assert (room[:13] == 7).all() and (room[13 + want.size:] == 7).all(), (dtype, shape, axes)
+print("ok")
+"""
+
+
+@pytest.mark.parametrize("threads", ["1", "2"])
+def test_streamed_rows(threads):
+    """Row copies stream their output (rows3's nontemporal=): with streaming
+    forced for every size, rows of every length and alignment, nothing
+    written outside `out`. A subprocess: the threshold is read once per library."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "DSL_STREAM_BYTES": "0", "DSL_NUM_THREADS": threads}
+    run = subprocess.run([sys.executable, "-c", _STREAMED], env=env, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0 and run.stdout.strip() == "ok", run.stderr[-2000:]
