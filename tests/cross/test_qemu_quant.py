@@ -32,8 +32,9 @@ def test_quant_dot_arm_under_qemu(cpu, features, aarch64, tmp_path):
         blocks = k // FORMATS[qtype].block
         wq = dsl.ops.quantize(w, qtype)
         xq = dsl.ops.quantize(x, act)
-        views = [np.ascontiguousarray(v) for v in (*_weight_views(wq, qtype, n, blocks),
-                                                   *_activation_views(xq, act, m, blocks))]
+        raw_w = wq.reshape(n, blocks, FORMATS[qtype].nbytes)
+        raw_x = xq.reshape(m, blocks, FORMATS[act].nbytes)
+        views = [np.ascontiguousarray(v) for v in (*_weight_views(raw_w, qtype), *_activation_views(raw_x, act))]
         status, (y,), _ = run_case(aarch64, tmp_path, "qdot", kernels[f"qdot_{qtype}"],
                                    [*views, np.zeros((m, n), np.float32)])
         assert status == 0, qtype
