@@ -91,7 +91,7 @@ def test_bytes_equal_ggml_with_nan_and_inf(qtype):
 
 @pytest.mark.parametrize("qtype", ("q8_0", "q8_k"))
 def test_interpreter_agrees_q8(qtype):
-    from dsl.ops.quant import quantize_blocks
+    from dsl.ops.quant_q8 import quantize_blocks
 
     x = rows("heavy", 3, 512, seed=2).reshape(-1, FORMATS[qtype].block)  # 48 q8_0 blocks: 3 groups
     x[0, 5] = np.nan
