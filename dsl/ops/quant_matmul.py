@@ -121,7 +121,7 @@ def _product(op: str, x, wq, qtype, shape, matrix: bool) -> np.ndarray:
         if x.ndim != rank or x.shape[-1] != plan.k:
             raise ValueError(f"{op}: x has shape {x.shape}, expected {'[M, K]' if matrix else '[K]'} "
                              f"with K = {plan.k}")
-    y = _run(plan, wq, np.ascontiguousarray(x).reshape(-1, plan.k))
+    y = _run(plan, wq, x.reshape(-1, plan.k))
     return y if matrix else y[0]
 
 
@@ -131,9 +131,7 @@ def _run(plan: _Plan, wq: np.ndarray, xm: np.ndarray) -> np.ndarray:
     if not (y.size and blocks):
         y[:] = 0.0
         return y
-    xq = np.empty((m, blocks, plan.act.nbytes), np.uint8)
-    quantize_blocks(xm.reshape(m * blocks, plan.act.block), plan.act.name, "activations",
-                    xq.reshape(m * blocks, plan.act.nbytes))
+    xq = quantize_activations(xm, plan.act.name).reshape(m, blocks, plan.act.nbytes)
     kernel = getattr(quant_library(dot_module()), f"qdot_{plan.fmt.name}")
     kernel(*_weight_views(wq.reshape(n, blocks, plan.fmt.nbytes), plan.fmt.name),
            *_activation_views(xq, plan.act.name), y)
