@@ -124,7 +124,7 @@ class Unary:
 
 @dataclass(frozen=True, slots=True)
 class TargetOp:
-    """A target intrinsic (`x86.maddubs`, `x86.madd`, `arm.sdot`; see
+    """A target intrinsic (`x86.maddubs`, `x86.madd`, `x86.sign`, `arm.sdot`; see
     `lowering.target_ops`): one machine instruction, whose meaning on each lane
     is the plain integer arithmetic of `target_ops.fallback`. On vectors, each
     lane's operands are a pair (or quad) of adjacent values, as the

@@ -2,10 +2,11 @@
 
     x86.maddubs(a0, b0, a1, b1) -> i16    vpmaddubsw: u8 a * i8 b, pairs summed, saturated to i16
     x86.madd(a0, b0, a1, b1)    -> i32    vpmaddwd:   i16 a * i16 b, pairs summed (wrapping)
+    x86.sign(a, b)              -> i8     vpsignb:    a, -a or 0 as b is > 0, < 0 or 0 (-(-128) wraps)
     arm.sdot(acc, a0, b0, ..., a3, b3) -> i32   sdot: acc + four i8 * i8 products (wrapping)
 
 Each lane's operands are the pair (or quad) of values the instruction combines
-into one result lane; `fallback` spells the same value in plain integer
+into one result lane (`x86.sign` is lane-wise: one value each); `fallback` spells the same value in plain integer
 arithmetic, which the reference interpreter runs and which is compiled where
 the instruction does not exist. The namespaced spelling (`x86.maddubs`)
 demands the instruction: the type checker refuses it on a target without the
@@ -28,7 +29,7 @@ from . import ir
 from .machine import Machine
 from .types import BY_NAME, ScalarType
 
-I8, U8, I16, I32 = BY_NAME["i8"], BY_NAME["u8"], BY_NAME["i16"], BY_NAME["i32"]
+I8, U8, I16, I32, BOOL = BY_NAME["i8"], BY_NAME["u8"], BY_NAME["i16"], BY_NAME["i32"], BY_NAME["bool"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +56,7 @@ class TargetOpSpec:
 SPECS = {
     "x86.maddubs": TargetOpSpec("x86.maddubs", (U8, I8, U8, I8), I16, ("x86_64",), "avx2", "AVX2", 2),
     "x86.madd": TargetOpSpec("x86.madd", (I16, I16, I16, I16), I32, ("x86_64",), "avx2", "AVX2", 2),
+    "x86.sign": TargetOpSpec("x86.sign", (I8, I8), I8, ("x86_64",), "avx2", "AVX2", 1),
     "arm.sdot": TargetOpSpec("arm.sdot", (I32, *(I8,) * 8), I32, ("aarch64", "arm64"), "dotprod",
                              "the dot-product extension (+dotprod)", 4, accumulates=True),
 }
@@ -74,6 +76,8 @@ def fallback(op: ir.TargetOp) -> ir.Expr:
     """
     spec = SPECS[op.name]
     span = op.span
+    if spec.name == "x86.sign":
+        return _sign(*op.args, span)
     a, b = spec.pairs(op.args)
     total = op.args[0] if spec.accumulates else None
     for x, y in zip(a, b):
@@ -84,6 +88,15 @@ def fallback(op: ir.TargetOp) -> ir.Expr:
     low, high = ir.Const(-32768, I32, span), ir.Const(32767, I32, span)
     clamped = ir.Binary("max", ir.Binary("min", total, high, I32, span), low, I32, span)
     return ir.Cast(clamped, spec.result, span)
+
+
+def _sign(a: ir.Expr, b: ir.Expr, span) -> ir.Expr:
+    """a * (1, -1 or 0 as b is > 0, < 0 or 0), wrapping: vpsignb's lane. Plain
+    arithmetic, not selects (whose loads would become branches)."""
+    zero = ir.Const(0, I8, span)
+    positive = ir.Cast(ir.Binary(">", b, zero, BOOL, span), I8, span)
+    negative = ir.Cast(ir.Binary("<", b, zero, BOOL, span), I8, span)
+    return ir.Binary("*", a, ir.Binary("-", positive, negative, I8, span), I8, span)
 
 
 def _i32(x: ir.Expr, span) -> ir.Expr:

@@ -40,6 +40,7 @@ class Instruction:
 INSTRUCTIONS = {
     "x86.maddubs": Instruction("llvm.x86.avx2.pmadd.ub.sw", 32, 16),
     "x86.madd": Instruction("llvm.x86.avx2.pmadd.wd", 16, 8),
+    "x86.sign": Instruction("llvm.x86.avx2.psign.b", 32, 32),
     "arm.sdot": Instruction("llvm.aarch64.neon.sdot.v4i32.v16i8", 16, 4),
 }
 

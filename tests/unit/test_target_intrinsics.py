@@ -1,4 +1,4 @@
-"""Target intrinsics (`x86.maddubs`, `x86.madd`, `arm.sdot`): the type checker
+"""Target intrinsics (`x86.maddubs`, `x86.madd`, `x86.sign`, `arm.sdot`): the type checker
 refuses them where the target lacks the instruction, the portable forms fall
 back to plain arithmetic, the interpreter and compiled code agree with numpy
 (saturation included), and the asm has the instructions."""
@@ -30,8 +30,14 @@ def k(a: i8[32], b: i8[32], acc: i32[8], z: i32[8]):
         z[l] = {sdot}(acc[l], a[4 * l], b[4 * l], a[4 * l + 1], b[4 * l + 1],
                       a[4 * l + 2], b[4 * l + 2], a[4 * l + 3], b[4 * l + 3])
 """
-STRICT = {"maddubs": "x86.maddubs", "madd": "x86.madd", "sdot": "arm.sdot"}
-PORTABLE = {"maddubs": "maddubs", "madd": "madd", "sdot": "sdot"}
+SIGNS = """
+@schedule(vectorize(l))
+def k(a: i8[64], b: i8[64], y: i8[64]):
+    for l in range(64):
+        y[l] = {sign}(a[l], b[l])
+"""
+STRICT = {"maddubs": "x86.maddubs", "madd": "x86.madd", "sign": "x86.sign", "sdot": "arm.sdot"}
+PORTABLE = {"maddubs": "maddubs", "madd": "madd", "sign": "sign", "sdot": "sdot"}
 ARM = "aarch64-unknown-linux-gnu"
 
 
@@ -56,6 +62,18 @@ def _pair_expected(a, b, c):
     return y, z
 
 
+def _sign_data(seed: int = 2):
+    """a and b with every edge: a = -128 (whose negation wraps), 0, 127; b < 0, 0, > 0."""
+    rng = np.random.default_rng(seed)
+    a = rng.integers(-128, 128, 64).astype(np.int8)
+    b = rng.integers(-128, 128, 64).astype(np.int8)
+    a[:9] = np.repeat(np.array([-128, 0, 127], np.int8), 3)
+    b[:9] = np.tile(np.array([-1, 0, 5], np.int8), 3)
+    b[9:12] = 0
+    want = np.where(b > 0, a, np.where(b < 0, (-a.astype(np.int16)).astype(np.int8), 0)).astype(np.int8)
+    return a, b, want
+
+
 def _quad_data(seed: int = 1):
     rng = np.random.default_rng(seed)
     a = rng.integers(-128, 128, 32).astype(np.int8)
@@ -75,6 +93,27 @@ def test_pairs_in_the_interpreter_match_numpy(names):
     want_y, want_z = _pair_expected(a, b, c)
     np.testing.assert_array_equal(y, want_y)
     np.testing.assert_array_equal(z, want_z)
+
+
+@pytest.mark.parametrize("names", [STRICT, PORTABLE])
+def test_signs_in_the_interpreter_match_numpy(names):
+    a, b, want = _sign_data()
+    y = np.zeros(64, np.int8)
+    run_kernel(_job(SIGNS.format(**names), "guard", cpu="znver3").program.kernels[0], {"a": a, "b": b, "y": y})
+    np.testing.assert_array_equal(y, want)
+
+
+@pytest.mark.parametrize("cpu", ["znver3", "x86-64"])
+def test_compiled_signs_match_numpy(cpu, tmp_path):
+    from dsl.backends.link import link_shared
+
+    job = _job(SIGNS.format(**PORTABLE), "obj", cpu=cpu)
+    assert ("llvm.x86.avx2.psign.b" in str(job.llvm)) == (cpu == "znver3")  # the fallback elsewhere
+    lib = dsl.load(link_shared(job.obj, tmp_path / "signs.so", job.target))
+    a, b, want = _sign_data(5)
+    y = np.zeros(64, np.int8)
+    lib.k(a, b, y)
+    np.testing.assert_array_equal(y, want)
 
 
 def test_quads_in_the_interpreter_match_numpy():
@@ -122,11 +161,12 @@ def test_arm_asm_has_sdot_with_dotprod_and_not_without():
 
 @pytest.mark.parametrize("options, name, needs", [
     ({"cpu": "x86-64"}, "x86.maddubs", "AVX2"),
+    ({"cpu": "x86-64"}, "x86.sign", "AVX2"),
     ({"triple": ARM, "cpu": "neoverse-n1"}, "x86.maddubs", "AVX2"),
     ({"triple": ARM, "cpu": "generic", "features": "+neon"}, "arm.sdot", "+dotprod"),
 ])
 def test_strict_form_is_refused_without_the_feature(options, name, needs):
-    text = PAIRS.format(**STRICT) if name.startswith("x86") else QUADS.format(**STRICT)
+    text = {"x86.maddubs": PAIRS, "x86.sign": SIGNS, "arm.sdot": QUADS}[name].format(**STRICT)
     with pytest.raises(CompileError) as info:
         _job(text, "typed", **options)
     message = info.value.render()
@@ -139,6 +179,7 @@ def test_strict_form_is_refused_without_the_feature(options, name, needs):
     ("x86.maddubs(a[0], b[0], a[1])", "x86.maddubs() takes exactly 4 arguments (3 given)"),
     ("x86.maddubs(b[0], b[0], a[1], b[1])", "argument 1 of x86.maddubs() must be u8, not i8"),
     ("x86.maddub(a[0], b[0], a[1], b[1])", "unknown target intrinsic 'x86.maddub'"),
+    ("x86.sign(a[0], b[0])", "argument 1 of x86.sign() must be i8, not u8"),
 ])
 def test_bad_calls_are_located(call, message):
     text = f"def k(a: u8[4], b: i8[4], y: i16[1]):\n    y[0] = {call}\n"
@@ -164,7 +205,7 @@ def _function_bodies(asm: str) -> dict[str, str]:
 
 
 @pytest.mark.parametrize("module, options, wanted", [
-    ("quant_dot", {"cpu": "znver3"}, ("vpmaddubsw", "vpmaddwd")),
+    ("quant_dot", {"cpu": "znver3"}, ("vpmaddubsw", "vpmaddwd")),  # and vpsignb in q8_0's
     ("quant_dot_arm", {"triple": ARM, "cpu": "neoverse-n1"}, ("sdot",)),
     ("quant_dot_arm", {"triple": ARM, "cpu": "cortex-a72", "features": "+neon"}, ()),
 ])
@@ -179,6 +220,8 @@ def test_stdlib_quant_dots_use_the_instructions(module, options, wanted):
             assert instruction in body, f"{module}.qdot_{qtype}: no {instruction}"
         if not wanted:
             assert "sdot" not in body
+    if module == "quant_dot":
+        assert "vpsignb" in bodies["qdot_q8_0__unit__par0__body"]
 
 
 def _ramp_index(base: int, stride: int, lanes: int):
