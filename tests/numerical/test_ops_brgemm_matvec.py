@@ -23,7 +23,7 @@ RTOL = {np.float32: 1e-6, np.float64: 1e-14}
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-@pytest.mark.parametrize("size", [(0, 3), (3, 0), (1, 1), (7, 13), (17, 1), (1, 33), (255, 257), (1030, 70),
+@pytest.mark.parametrize("size", [(0, 3), (3, 0), (1, 1), (2, 5), (4, 9), (7, 13), (17, 1), (1, 33), (255, 257), (1030, 70),
                                   (70, 1030)])
 @pytest.mark.parametrize("layout", ["rows", "columns", "strided"])
 def test_matvec(size, dtype, layout):
