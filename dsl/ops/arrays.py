@@ -87,12 +87,23 @@ def check_out(op: str, out, shape: tuple, dtype: np.dtype) -> np.ndarray:
     return out
 
 
+def empty_aligned(shape: tuple, dtype, align: int = 64) -> np.ndarray:
+    """np.empty(shape, dtype), C-contiguous, its data on an `align`-byte
+    boundary (numpy starts a large array 16 bytes past a page; streamed
+    stores need whole aligned lines)."""
+    dtype = np.dtype(dtype)
+    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    buf = np.empty(nbytes + align, np.uint8)
+    start = -buf.ctypes.data % align
+    return buf[start:start + nbytes].view(dtype).reshape(shape)
+
+
 def writable_target(out: np.ndarray, *inputs: np.ndarray) -> np.ndarray:
     """Where a kernel may write `out`'s result: `out` itself, or a scratch array
     when it overlaps an input, is unaligned, or has strides that are no whole
     elements (copy back with `finish`)."""
     if any(np.may_share_memory(out, a) for a in inputs) or kernel_view(out, out.dtype) is not out:
-        return np.empty(out.shape, out.dtype)
+        return empty_aligned(out.shape, out.dtype)
     return out
 
 

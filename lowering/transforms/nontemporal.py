@@ -4,7 +4,9 @@ address of its store to `out` to a multiple of the vector's size
 (`AlignGap`, at most w - 1 iterations, run as one masked vector step: a
 scalar head would round some functions differently, so an element's value
 would depend on the array's address); the rest is vectorized as usual and
-its full, unmasked vector stores to `out` are marked `nontemporal`.
+its full, unmasked vector stores to `out` are marked `nontemporal`. When
+the stores are aligned exactly when `out`'s rows are (`aligned_with_tensor`),
+there is no head.
 
     for i in range(a, b):               h = min(align_gap(out[a], 64), max(b - a, 0))
         out[i] = f(i)           -->     for i.head in range(a, a + h): out[i.head] = f(i.head)
@@ -46,6 +48,26 @@ def peel_head(kernel: ir.Kernel, loop: ir.For, name: str, width: int, span) -> t
     stop = add(loop.start, ir.Var(count))
     head = ir.For(head_var, loop.start, stop, 1, body, f"{loop.name}.head", loop.kind, loop.span)
     return [assign, head], replace(loop, start=stop)
+
+
+def aligned_with_tensor(kernel: ir.Kernel, loop: ir.For, name: str, width: int, span) -> bool:
+    """Whether `loop`'s stores to tensor `name` are aligned exactly when its
+    rows are: its last axis has a literal size that `width` divides, and each
+    store starts at a multiple of `width` along it (a 16 x 16 tile's row:
+    `Y[..., jb, jl]` with Y's last axis 16). Then no head is peeled: the
+    loop keeps its constant trip count, which later passes need (the
+    transposes of transpose_loads), and each store checks at run time."""
+    tensor = _output(kernel, name, span)
+    last = tensor.dims[-1]
+    if not isinstance(last, int) or last % width:
+        return False
+    _first_store(loop, tensor, span)  # the same checks (and messages) as a peeled head's
+    for s in walk_stmts(loop.body):
+        if isinstance(s, ir.Store) and s.tensor is tensor:
+            form = linear(fold(substitute_expr(s.indices[-1], {loop.var: loop.start})))
+            if form is None or any(c % width for c in form.values()):
+                return False
+    return True
 
 
 def alignment(width: int, itemsize: int) -> int:

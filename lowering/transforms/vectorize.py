@@ -1,7 +1,8 @@
 """`vectorize(i)`: the iterations of loop `i` become the lanes of vector values;
 `vectorize(i, w)` first splits `i` by `w` and vectorizes `i.inner`; the last
 partial vector runs as the scalar loop `i.tail` (`tail=peel`, the default) or as
-one masked vector step (`tail=mask`).
+one masked vector step (`tail=mask`). Where the bounds are constants, a tail
+that never runs is dropped and an `i.outer` of one trip is its body.
 
     for i.inner in range(0, 8):            y[b + ramp(0, 1, 8)] =
         y[b + i.inner] = a * x[b + i.inner]      a * x[b + ramp(0, 1, 8)]
@@ -33,7 +34,7 @@ from . import nontemporal
 from .dependence import separated_by
 from .vector_accumulators import REDUCTION_OF, accumulate_in_vectors
 from .vector_locals import assigned_locals, carried_locals, vector_locals
-from .nest import ScheduleError, find_loop, replace_loop
+from .nest import ScheduleError, find_loop, replace_loop, sub, substitute
 from .split import split_loop
 
 name = "vectorize"
@@ -60,9 +61,11 @@ def run(kernel: ir.Kernel, d) -> ir.Kernel:
         # Checked on the whole loop: the head's length is not affine, and the
         # rest, a shifted part of the loop, touches a subset of its elements.
         _check_separated(loop, d.span)
-        pieces, loop = nontemporal.peel_head(kernel, loop, stream, width, d.span)
+        if not nontemporal.aligned_with_tensor(kernel, loop, stream, width, d.span):
+            pieces, loop = nontemporal.peel_head(kernel, loop, stream, width, d.span)
     main, rest = split_loop(loop, width, "peel", d.span)
-    kernel = replace(kernel, body=replace_loop(kernel.body, original, [*pieces, main, rest]))
+    rest = None if _never_runs(rest) else rest
+    kernel = replace(kernel, body=replace_loop(kernel.body, original, [*pieces, main] + [rest] * (rest is not None)))
     inner = main.body[0]
     vectors = Vectorizer(kernel, inner, d.span, separated=stream is not None).run()
     kernel = replace(kernel, body=replace_loop(kernel.body, inner, vectors))
@@ -72,9 +75,26 @@ def run(kernel: ir.Kernel, d) -> ir.Kernel:
         marked = nontemporal.mark_stores(main, kernel.tensor(stream))
         kernel = replace(kernel, body=replace_loop(kernel.body, main, [marked]))
     # Full vectors run unmasked; only a partial one (the last, the head) is masked.
-    for piece in ([rest] if tail == "mask" else []) + pieces[1:]:
+    for piece in ([rest] if tail == "mask" and rest is not None else []) + pieces[1:]:
         kernel = _masked_step(kernel, piece.name, width, d.span)
-    return kernel
+    return _inline_single_trip(kernel, main.name, d.span)
+
+
+def _never_runs(loop: ir.For) -> bool:
+    """A split's tail of constant bounds that leave it empty (the width divides the trip count)."""
+    trips = sub(loop.stop, loop.start)
+    return isinstance(trips, ir.Const) and trips.value <= 0
+
+
+def _inline_single_trip(kernel: ir.Kernel, name: str, span) -> ir.Kernel:
+    """Loop `name` replaced by its body when it runs once (a width equal to the
+    trip count): straight-line code, as transpose_loads needs its loop's body."""
+    loop = find_loop(kernel.body, name, span)
+    trips = sub(loop.stop, loop.start)
+    if not (isinstance(trips, ir.Const) and trips.value == 1):
+        return kernel
+    body = substitute(loop.body, {loop.var: loop.start})
+    return replace(kernel, body=replace_loop(kernel.body, loop, list(body)))
 
 
 def _streaming_tail(d) -> str:

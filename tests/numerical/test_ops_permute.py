@@ -109,15 +109,31 @@ for dtype in (np.uint8, np.int16, np.float32, np.float64):
             dsl.ops.permute(x, axes, out=out)
             assert np.array_equal(out, want), (dtype, shape, axes)
             assert (room[:13] == 7).all() and (room[13 + want.size:] == 7).all(), (dtype, shape, axes)
+from dsl.ops.arrays import empty_aligned
+for dtype in (np.uint8, np.float32, np.float64):  # tiles from the column where out's rows are aligned
+    for shape, axes in (((5, 272, 40), (0, 2, 1)), ((2, 300, 33), (0, 2, 1)), ((300, 7, 20), (2, 1, 0)),
+                        ((272, 40), (1, 0))):
+        x = (rng.standard_normal(shape) * 100).astype(dtype)
+        want = x.transpose(axes)
+        for offset in (0, 1, 4, 13):
+            room = empty_aligned((want.size + 32,), dtype)
+            room[:] = 7
+            out = room[offset:offset + want.size].reshape(want.shape)
+            dsl.ops.permute(x, axes, out=out)
+            assert np.array_equal(out, want), (dtype, shape, axes, offset)
+            assert (room[:offset] == 7).all() and (room[offset + want.size:] == 7).all(), (dtype, shape, axes)
+        assert dsl.ops.permute(x, axes).ctypes.data % 64 == 0
 print("ok")
 """
 
 
 @pytest.mark.parametrize("threads", ["1", "2"])
 def test_streamed_rows(threads):
-    """Row copies stream their output (rows3's nontemporal=): with streaming
-    forced for every size, rows of every length and alignment, nothing
-    written outside `out`. A subprocess: the threshold is read once per library."""
+    """Row copies and 4- and 8-byte tiles stream their output (nontemporal=):
+    with streaming forced for every size, rows of every length and
+    alignment, nothing written outside `out`, the tiles' grid shifted to
+    where out's rows are aligned. A subprocess: the threshold is read once
+    per library."""
     import os
     import subprocess
     import sys

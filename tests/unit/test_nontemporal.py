@@ -86,6 +86,45 @@ def test_every_alignment_and_length_matches_numpy(tmp_path, monkeypatch, stream_
             assert not buf[:, 0].any() and not buf[:, c + 1:].any()
 
 
+TILES = """
+@schedule(reorder(jb, ib, il, jl), vectorize(jl, 16, nontemporal=Y))
+def tiles(X: f32[JB, 16, IB, 16], Y: f32[IB, 16, JB, 16]):
+    Y[ib, il, jb, jl] = X[jb, jl, ib, il]
+"""
+
+
+def test_stores_aligned_with_the_rows_need_no_head():
+    """Y's last axis is 16 and each store starts a row of it: aligned exactly
+    when Y's rows are, so no head; the one-trip vector loop is its body, and
+    transpose_loads turns the tile's gathers into row loads."""
+    text = scheduled(TILES)
+    assert "align_gap" not in text and "jl.outer" not in text and "jl.tail" not in text
+    assert "Y[ib, 15, jb, ramp(0, 1, 16)] = " in text and text.count("  nontemporal") == 16
+    assert "X[jb, ramp(0, 1, 16), ib, il]" not in text  # the gather is gone: 16 rows, transposed
+    asm = compile_source(Source("t.tk", TILES), CompileOptions(cpu="znver3"), stop_after="asm").asm
+    body = asm[asm.index("tiles__unit:"):asm.index("tiles__any:")] if "tiles__any:" in asm else asm
+    assert "vmovntps" in body or "vmovntdq" in body
+    assert "gather" not in body
+
+
+@pytest.mark.parametrize("stream_bytes", ["0", None])
+def test_tiles_streamed_at_every_alignment(tmp_path, monkeypatch, stream_bytes):
+    if stream_bytes is None:
+        monkeypatch.delenv("DSL_STREAM_BYTES", raising=False)
+    else:
+        monkeypatch.setenv("DSL_STREAM_BYTES", stream_bytes)
+    lib = native(tmp_path, TILES)
+    rng = np.random.default_rng(2)
+    for jb, ib in [(1, 1), (3, 2), (5, 7)]:
+        x = rng.standard_normal((jb, 16, ib, 16), dtype=np.float32)
+        want = x.reshape(jb * 16, ib * 16).T.reshape(ib, 16, jb, 16)
+        for offset in range(0, 17, 4):
+            buf, out = offset_view(want.size, offset, np.float32, rng)
+            lib.tiles(x, out.reshape(want.shape))
+            np.testing.assert_array_equal(out.reshape(want.shape), want)
+            assert not buf[:offset].any() and not buf[offset + want.size:].any()
+
+
 def test_the_interpreter_runs_the_head_where_the_address_puts_it():
     rng = np.random.default_rng(1)
     for offset in range(4):
