@@ -23,6 +23,7 @@ vector in the order the instruction wants (`lowering.interleave`).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from . import ir
@@ -30,6 +31,31 @@ from .machine import Machine
 from .types import BY_NAME, ScalarType
 
 I8, U8, I16, I32, BOOL = BY_NAME["i8"], BY_NAME["u8"], BY_NAME["i16"], BY_NAME["i32"], BY_NAME["bool"]
+
+
+def _pair_products(spec: TargetOpSpec, args: tuple[ir.Expr, ...], span) -> ir.Expr:
+    """The sum of each pair's (or quad's) products in i32, onto the accumulator
+    if the op has one; saturated to i16 for an i16 result."""
+    a, b = spec.pairs(args)
+    total = args[0] if spec.accumulates else None
+    for x, y in zip(a, b):
+        product = ir.Binary("*", _i32(x, span), _i32(y, span), I32, span)
+        total = product if total is None else ir.Binary("+", total, product, I32, span)
+    if spec.result == I32:
+        return total
+    low, high = ir.Const(-32768, I32, span), ir.Const(32767, I32, span)
+    clamped = ir.Binary("max", ir.Binary("min", total, high, I32, span), low, I32, span)
+    return ir.Cast(clamped, spec.result, span)
+
+
+def _sign(spec: TargetOpSpec, args: tuple[ir.Expr, ...], span) -> ir.Expr:
+    """a * (1, -1 or 0 as b is > 0, < 0 or 0), wrapping: vpsignb's lane. Plain
+    arithmetic, not selects (whose loads would become branches)."""
+    a, b = args
+    zero = ir.Const(0, I8, span)
+    positive = ir.Cast(ir.Binary(">", b, zero, BOOL, span), I8, span)
+    negative = ir.Cast(ir.Binary("<", b, zero, BOOL, span), I8, span)
+    return ir.Binary("*", a, ir.Binary("-", positive, negative, I8, span), I8, span)
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,6 +68,7 @@ class TargetOpSpec:
     feature_label: str  # for people: 'AVX2'
     group: int  # values combined into one result lane
     accumulates: bool = False  # the first argument is an accumulator (sdot)
+    meaning: Callable[..., ir.Expr] = _pair_products  # (spec, args, span): the value in plain arithmetic
 
     @property
     def portable(self) -> str:
@@ -56,7 +83,7 @@ class TargetOpSpec:
 SPECS = {
     "x86.maddubs": TargetOpSpec("x86.maddubs", (U8, I8, U8, I8), I16, ("x86_64",), "avx2", "AVX2", 2),
     "x86.madd": TargetOpSpec("x86.madd", (I16, I16, I16, I16), I32, ("x86_64",), "avx2", "AVX2", 2),
-    "x86.sign": TargetOpSpec("x86.sign", (I8, I8), I8, ("x86_64",), "avx2", "AVX2", 1),
+    "x86.sign": TargetOpSpec("x86.sign", (I8, I8), I8, ("x86_64",), "avx2", "AVX2", 1, meaning=_sign),
     "arm.sdot": TargetOpSpec("arm.sdot", (I32, *(I8,) * 8), I32, ("aarch64", "arm64"), "dotprod",
                              "the dot-product extension (+dotprod)", 4, accumulates=True),
 }
@@ -75,28 +102,7 @@ def fallback(op: ir.TargetOp) -> ir.Expr:
     i32(a0) * i32(b0) + i32(a1) * i32(b1)
     """
     spec = SPECS[op.name]
-    span = op.span
-    if spec.name == "x86.sign":
-        return _sign(*op.args, span)
-    a, b = spec.pairs(op.args)
-    total = op.args[0] if spec.accumulates else None
-    for x, y in zip(a, b):
-        product = ir.Binary("*", _i32(x, span), _i32(y, span), I32, span)
-        total = product if total is None else ir.Binary("+", total, product, I32, span)
-    if spec.result == I32:
-        return total
-    low, high = ir.Const(-32768, I32, span), ir.Const(32767, I32, span)
-    clamped = ir.Binary("max", ir.Binary("min", total, high, I32, span), low, I32, span)
-    return ir.Cast(clamped, spec.result, span)
-
-
-def _sign(a: ir.Expr, b: ir.Expr, span) -> ir.Expr:
-    """a * (1, -1 or 0 as b is > 0, < 0 or 0), wrapping: vpsignb's lane. Plain
-    arithmetic, not selects (whose loads would become branches)."""
-    zero = ir.Const(0, I8, span)
-    positive = ir.Cast(ir.Binary(">", b, zero, BOOL, span), I8, span)
-    negative = ir.Cast(ir.Binary("<", b, zero, BOOL, span), I8, span)
-    return ir.Binary("*", a, ir.Binary("-", positive, negative, I8, span), I8, span)
+    return spec.meaning(spec, op.args, op.span)
 
 
 def _i32(x: ir.Expr, span) -> ir.Expr:

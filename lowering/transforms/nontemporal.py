@@ -64,7 +64,7 @@ def aligned_with_tensor(kernel: ir.Kernel, loop: ir.For, name: str, width: int, 
     _first_store(loop, tensor, span)  # the same checks (and messages) as a peeled head's
     for s in walk_stmts(loop.body):
         if isinstance(s, ir.Store) and s.tensor is tensor:
-            form = linear(fold(substitute_expr(s.indices[-1], {loop.var: loop.start})))
+            form = linear(substitute_expr(s.indices[-1], {loop.var: loop.start}))
             if form is None or any(c % width for c in form.values()):
                 return False
     return True

@@ -64,8 +64,9 @@ def run(kernel: ir.Kernel, d) -> ir.Kernel:
         if not nontemporal.aligned_with_tensor(kernel, loop, stream, width, d.span):
             pieces, loop = nontemporal.peel_head(kernel, loop, stream, width, d.span)
     main, rest = split_loop(loop, width, "peel", d.span)
-    rest = None if _never_runs(rest) else rest
-    kernel = replace(kernel, body=replace_loop(kernel.body, original, [*pieces, main] + [rest] * (rest is not None)))
+    trips = _constant_trips(rest)
+    tails = [] if trips is not None and trips <= 0 else [rest]  # the width divides a constant trip count
+    kernel = replace(kernel, body=replace_loop(kernel.body, original, [*pieces, main, *tails]))
     inner = main.body[0]
     vectors = Vectorizer(kernel, inner, d.span, separated=stream is not None).run()
     kernel = replace(kernel, body=replace_loop(kernel.body, inner, vectors))
@@ -75,23 +76,21 @@ def run(kernel: ir.Kernel, d) -> ir.Kernel:
         marked = nontemporal.mark_stores(main, kernel.tensor(stream))
         kernel = replace(kernel, body=replace_loop(kernel.body, main, [marked]))
     # Full vectors run unmasked; only a partial one (the last, the head) is masked.
-    for piece in ([rest] if tail == "mask" and rest is not None else []) + pieces[1:]:
+    for piece in (tails if tail == "mask" else []) + pieces[1:]:
         kernel = _masked_step(kernel, piece.name, width, d.span)
     return _inline_single_trip(kernel, main.name, d.span)
 
 
-def _never_runs(loop: ir.For) -> bool:
-    """A split's tail of constant bounds that leave it empty (the width divides the trip count)."""
+def _constant_trips(loop: ir.For) -> int | None:
     trips = sub(loop.stop, loop.start)
-    return isinstance(trips, ir.Const) and trips.value <= 0
+    return trips.value if isinstance(trips, ir.Const) else None
 
 
 def _inline_single_trip(kernel: ir.Kernel, name: str, span) -> ir.Kernel:
     """Loop `name` replaced by its body when it runs once (a width equal to the
     trip count): straight-line code, as transpose_loads needs its loop's body."""
     loop = find_loop(kernel.body, name, span)
-    trips = sub(loop.stop, loop.start)
-    if not (isinstance(trips, ir.Const) and trips.value == 1):
+    if _constant_trips(loop) != 1:
         return kernel
     body = substitute(loop.body, {loop.var: loop.start})
     return replace(kernel, body=replace_loop(kernel.body, loop, list(body)))
