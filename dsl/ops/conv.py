@@ -12,9 +12,9 @@ layout="NHWC": input (N, H, W, C), weights (KH, KW, C_in/groups, C_out)
 (conv_transpose2d: (KH, KW, C_out/groups, C_in)), output NHWC.
 A 3-D input is one image without the batch axis.
 
-How: an NHWC input is read where it is; padding costs small zero-padded
-copies of the border bands only (`conv_border`); other layouts are copied
-once into a padded NHWC buffer. Each kernel reads a window VIEW of the
+How: an NHWC input is read where it is; the border outputs are computed
+with just the taps that miss the padding (`conv_border`); other layouts are
+copied once into a padded NHWC buffer. Each kernel reads a window VIEW of the
 input, X[g, b, p, q, r, s, ci] = pixel (p*stride + r*dilation, q*stride +
 s*dilation), made with strides, so no im2col matrix exists; the compiler
 makes that index notation a BRGEMM over the taps. The transposed convolution
@@ -73,12 +73,16 @@ def conv2d(x, w, bias=None, *, stride=1, padding=0, dilation=1, groups=1, layout
     if y.size and w.shape[2]:
         wg = np.ascontiguousarray(w.reshape(*kernel, w.shape[2], groups, c_out // groups).transpose(3, 0, 1, 2, 4))
 
-        def convolve(xp, origin, part, swapped):
-            if swapped:  # H and W exchanged: so are the taps, stride and dilation
-                _convolve(xp, np.ascontiguousarray(wg.transpose(0, 2, 1, 3, 4)), bias, part, groups, origin,
-                          stride[::-1], dilation[::-1], kernel[::-1])
+        def convolve(xp, origin, part, taps, swapped, wrap):
+            (r0, r1), (s0, s1) = taps
+            if r0 == r1 or s0 == s1:  # every tap in the padding
+                _fill_bias(part, bias)
+            elif swapped:  # H and W exchanged: so are the taps, stride and dilation
+                _convolve(xp, np.ascontiguousarray(wg[:, r0:r1, s0:s1].transpose(0, 2, 1, 3, 4)), bias, part,
+                          groups, origin, stride[::-1], dilation[::-1], (s1 - s0, r1 - r0))
             else:
-                _convolve(xp, wg, bias, part, groups, origin, stride, dilation, kernel)
+                _convolve(xp, wg[:, r0:r1, s0:s1], bias, part, groups, origin, stride, dilation,
+                          (r1 - r0, s1 - s0), wrap)
 
         convolve_padded(x, pads, dtype, y, stride, dilation, kernel, convolve)
     elif y.size:
@@ -160,9 +164,17 @@ def _phase_taps(phase: int, s: int, p: int, d: int, k: int, n_out: int):
     return (first, taps, d // math.gcd(s, d)), count
 
 
-def _convolve(xp, wg, bias, y, groups, origin, stride, dilation, kernel) -> None:
+def _convolve(xp, wg, bias, y, groups, origin, stride, dilation, kernel, wrap=False) -> None:
     """y[b, p, q, g*COg + co] (+)= the convolution of the padded NHWC xp, its
-    pixel (origin + (p, q) * stride + (r, s) * dilation), with wg[g, r, s, ci, co]."""
+    pixel (origin + (p, q) * stride + (r, s) * dilation), with wg[g, r, s, ci, co].
+    With `wrap` (xp's rows are y's apart, times the stride), each image's
+    output is one row, from its first pixel to its last, the pixels of y
+    between its rows included (see `conv_border`); not when depthwise, whose
+    kernel runs output rows on the threads."""
+    depthwise = groups == y.shape[3] and wg.shape[3] == 1  # one output per input channel
+    if wrap and not depthwise:
+        pixels = (y.shape[1] - 1) * y.strides[1] // y.strides[2] + y.shape[2]
+        y = as_strided(y, (y.shape[0], 1, pixels, y.shape[3]), (y.strides[0], 0, *y.strides[2:]))
     n, out_h, out_w, c_out = y.shape
     c_in_g = wg.shape[3]
     sb, sh, sw, sc = xp.strides
@@ -172,15 +184,38 @@ def _convolve(xp, wg, bias, y, groups, origin, stride, dilation, kernel) -> None
                         writeable=False)
     lib, t = _kernels(), SUFFIX[y.dtype]
     bias = bias if bias is not None else np.zeros(c_out, y.dtype)
-    if groups == c_out and c_in_g == 1:  # depthwise, one output per input channel
+    if depthwise:
         w_taps = np.ascontiguousarray(wg[:, :, :, 0, 0].transpose(1, 2, 0))
-        getattr(lib, f"depthwise_{t}")(window[..., 0].transpose(0, 1, 3, 4, 5, 2), w_taps, bias, y)
+        if kernel[1] == 3 and stride[1] == dilation[1] == 1:
+            _depthwise3(base, w_taps, bias, y, stride[0], dilation[0])
+        else:
+            window, y = _more_rows_first(window[..., 0].transpose(0, 1, 3, 4, 5, 2), y)
+            getattr(lib, f"depthwise_{t}")(window, w_taps, bias, y)
         return
     yg = as_strided(y, (n, out_h, groups, out_w, c_out // groups),
                     (y.strides[0], y.strides[1], y.strides[3] * (c_out // groups), y.strides[2], y.strides[3]))
     if n < out_h:  # the longer of the two loops outermost: it runs on all threads
         window, yg = window.swapaxes(0, 1), yg.swapaxes(0, 1)
     getattr(lib, f"conv_{t}")(window, wg, bias.reshape(groups, c_out // groups), yg)
+
+
+def _depthwise3(base, w_taps, bias, y, stride: int, dilation: int) -> None:
+    """The depthwise convolution three taps wide, with stride 1 along the
+    rows, on the view X[b, p, r, s, q] = pixel (p * stride + r * dilation,
+    q + s) of base."""
+    n, out_h, out_w, c = y.shape
+    sb, sh, sw, sc = base.strides
+    rows = as_strided(base, (n, out_h, w_taps.shape[0], 3, out_w, c),
+                      (sb, sh * stride, sh * dilation, sw, sw, sc), writeable=False)
+    rows, y = _more_rows_first(rows, y)
+    getattr(_kernels(), f"depthwise3_{SUFFIX[y.dtype]}")(rows, w_taps, bias, y)
+
+
+def _more_rows_first(*views):
+    """The views with their first two axes (images, output rows) exchanged
+    when there are more images: a depthwise kernel runs its rows on the
+    threads, and a border row of the output is one row per image."""
+    return views if views[-1].shape[1] >= views[-1].shape[0] else tuple(v.swapaxes(0, 1) for v in views)
 
 
 def _operands(op, x, w, bias, layout):

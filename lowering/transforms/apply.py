@@ -47,6 +47,8 @@ def apply_schedule(kernel: ir.Kernel, after=None, check: bool = True, machine: M
         try:
             if directive.name == "contract":
                 kernel = contract.run(kernel, directive, machine, remarks)
+            elif directive.name == "vectorize":
+                kernel = vectorize.run(kernel, directive, machine)
             else:
                 kernel = PASSES[directive.name].run(kernel, directive)
         except ScheduleError as err:

@@ -28,7 +28,8 @@ from dataclasses import replace
 
 from .. import ir
 from ..rewrite import map_expr, stmt_exprs, walk_expr, walk_stmts
-from ..types import BOOL
+from ..machine import Machine
+from ..types import BOOL, ScalarType
 from ..vector import lanes_of
 from . import nontemporal
 from .dependence import separated_by
@@ -42,11 +43,18 @@ MAX_LANES = 64
 REDUCIBLE = tuple(REDUCTION_OF)
 
 
-def run(kernel: ir.Kernel, d) -> ir.Kernel:
+def run(kernel: ir.Kernel, d, machine: Machine = Machine()) -> ir.Kernel:
+    """`vectorize(i[, w])`; without w, a loop of constant trip count is one
+    vector of that many lanes, any other loop takes the target's width for
+    the widest element it loads or stores (16 f32 on AVX-512, 8 on AVX2, 4
+    on NEON: a kernel that keeps several vectors in registers fits each). A
+    split's masked inner loop is one vector of the split's width."""
     loop = find_loop(kernel.body, d.loops[0].name, d.loops[0].span)
     if _has_vectors(loop.body):  # found by tests/fuzz: lanes of two widths met in one store
         raise ScheduleError(d.span, f"cannot vectorize '{loop.name}': a loop inside it is already vectorized",
                             "vectorize one loop of a nest")
+    if not d.ints and not _fixed_lanes(loop):
+        d = replace(d, ints=(machine.lanes(_widest_element(loop, d.span)),))
     if not d.ints:
         if d.option("nontemporal") is not None:
             raise ScheduleError(d.span, "nontemporal= needs a vector width: vectorize(i, 16, nontemporal=out)")
@@ -79,6 +87,26 @@ def run(kernel: ir.Kernel, d) -> ir.Kernel:
     for piece in (tails if tail == "mask" else []) + pieces[1:]:
         kernel = _masked_step(kernel, piece.name, width, d.span)
     return _inline_single_trip(kernel, main.name, d.span)
+
+
+def _fixed_lanes(loop: ir.For) -> bool:
+    """The loop is one vector as it stands: a constant trip count, or a split's
+    masked inner loop (`range(0, min(8, N - i0))`)."""
+    start, stop = loop.start, loop.stop
+    if isinstance(start, ir.Const) and isinstance(stop, ir.Const):
+        return True
+    return isinstance(start, ir.Const) and start.value == 0 and _masked_width(stop) is not None
+
+
+def _widest_element(loop: ir.For, span) -> ScalarType:
+    """The widest element type among the tensors `loop` reads or writes."""
+    types = [e.type for st in walk_stmts(loop.body) for top in stmt_exprs(st)
+             for e in walk_expr(top) if isinstance(e, ir.Load)]
+    types += [st.value.type for st in walk_stmts(loop.body) if isinstance(st, ir.Store)]
+    if not types:
+        raise ScheduleError(span, f"cannot vectorize '{loop.name}': it touches no tensor, so no width follows",
+                            f"give the width: vectorize({loop.name}, 8)")
+    return max(types, key=lambda t: t.bits)
 
 
 def _constant_trips(loop: ir.For) -> int | None:

@@ -1,12 +1,14 @@
-"""Padding without a padded copy of the whole input (`dsl.ops.conv_border`):
-the interior's bounds, and convolutions whose four border bands all exist,
-against torch."""
+"""Padding without a padded copy of the input (`dsl.ops.conv_border`): the
+interior's bounds, the taps each border output reads, convolutions whose
+border rows, columns and corners all exist, and the interior computed as one
+long row per image, against torch."""
 
 import numpy as np
 import pytest
 
 import dsl
-from dsl.ops.conv_border import _interior
+from dsl.ops import conv
+from dsl.ops.conv_border import _interior, _tap_groups
 
 torch = pytest.importorskip("torch")
 F = torch.nn.functional
@@ -23,6 +25,22 @@ def test_interior_is_exactly_the_outputs_whose_windows_fit(seed):
     lo, hi = _interior(size, pad, extent, stride, outputs)
     inside = [o for o in range(outputs) if o * stride - pad >= 0 and o * stride - pad + extent <= size]
     assert list(range(lo, hi)) == inside
+
+
+@pytest.mark.parametrize("seed", range(200))
+def test_tap_groups_cover_each_output_once_with_exactly_its_taps_inside(seed):
+    rng = np.random.default_rng(seed)
+    size, pad, stride, dilation, kernel = (int(v) for v in rng.integers(1, [20, 5, 4, 4, 6]))
+    outputs = (size + 2 * pad - dilation * (kernel - 1) - 1) // stride + 1
+    if outputs <= 0:
+        return
+    groups = _tap_groups(size, pad, stride, dilation, kernel, outputs)
+    assert [o for o0, o1, _, _ in groups for o in range(o0, o1)] == list(range(outputs))
+    for o0, o1, t0, t1 in groups:
+        for o in range(o0, o1):
+            inside = [t for t in range(kernel) if 0 <= o * stride - pad + t * dilation < size]
+            assert list(range(t0, t1)) == inside
+    assert all(a[2:] != b[2:] for a, b in zip(groups, groups[1:]))  # neighbours with equal taps are merged
 
 
 @pytest.mark.parametrize("groups, c_in, c_out", [(1, 5, 7), (2, 4, 6), (6, 6, 6)])
@@ -46,3 +64,30 @@ def test_every_band(groups, c_in, c_out, stride, dilation, padding):
     got = dsl.ops.conv2d(wide[:, :, ::2], w.transpose(2, 3, 1, 0).copy(), bias, stride=stride, padding=padding,
                          dilation=dilation, groups=groups, layout="NHWC")
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("size, kernel, dilation, groups", [((9, 13), (3, 3), (1, 1), 1), ((12, 7), (5, 3), (2, 1), 1),
+                                                            ((10, 20), (3, 5), (1, 2), 2), ((16, 16), (3, 3), (1, 1), 6)])
+def test_same_padding_interior_as_one_row_per_image(monkeypatch, dtype, size, kernel, dilation, groups):
+    """Stride 1 and "same" padding keep the width, so the interior wraps from
+    row to row; the border cells, computed afterwards, overwrite the wrapped
+    pixels (a depthwise layer keeps its rows: they are its threads' work)."""
+    calls = []
+    original = conv._convolve
+
+    def record(*args, **kwargs):
+        calls.append(kwargs.get("wrap", args[9] if len(args) > 9 else False))
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(conv, "_convolve", record)
+    rng = np.random.default_rng(sum(size))
+    x = rng.standard_normal((3, *size, 6)).astype(dtype)
+    w = rng.standard_normal((6, 6 // groups, *kernel)).astype(dtype)
+    bias = rng.standard_normal(6).astype(dtype)
+    want = F.conv2d(torch.from_numpy(x.transpose(0, 3, 1, 2).copy()), torch.from_numpy(w), torch.from_numpy(bias),
+                    padding="same", dilation=dilation, groups=groups).numpy().transpose(0, 2, 3, 1)
+    got = dsl.ops.conv2d(x, w.transpose(2, 3, 1, 0).copy(), bias, padding="same", dilation=dilation, groups=groups,
+                         layout="NHWC")
+    np.testing.assert_allclose(got, want, rtol=1e-4 if dtype == np.float32 else 1e-10, atol=1e-4)
+    assert calls[0] is True and not any(calls[1:])

@@ -99,6 +99,22 @@ def test_seed_and_depthwise_shapes():
     np.testing.assert_allclose(dsl.ops.conv2d(xd, wd, stride=2, padding=1, groups=16), want, rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["f32", "f64"])
+@pytest.mark.parametrize("width", [3, 8, 11, 16, 29])
+@pytest.mark.parametrize("taps, stride, dilation", [((3, 3), 1, 1), ((1, 3), 1, 1), ((5, 3), (2, 1), (3, 1))])
+def test_depthwise_three_taps_wide(dtype, width, taps, stride, dilation):
+    """Three taps along the row with stride 1 take eight pixels at a time,
+    then the row's last pixels one at a time."""
+    rng = np.random.default_rng(width)
+    x = rng.standard_normal((2, 7, 15, width + 2)).astype(dtype)
+    w = rng.standard_normal((7, 1, *taps)).astype(dtype)
+    bias = rng.standard_normal(7).astype(dtype)
+    want = F.conv2d(torch.from_numpy(x), torch.from_numpy(w), torch.from_numpy(bias), stride=stride,
+                    dilation=dilation, padding=(1, 0), groups=7).numpy()
+    got = dsl.ops.conv2d(x, w, bias, stride=stride, dilation=dilation, padding=(1, 0), groups=7)
+    np.testing.assert_allclose(got, want, rtol=TOLERANCE[dtype], atol=TOLERANCE[dtype])
+
+
 def test_unbatched_input_and_mixed_dtypes():
     x = np.ones((2, 5, 5), np.float32)
     w = np.ones((3, 2, 3, 3), np.float64)

@@ -149,7 +149,6 @@ def test_the_streaming_stores_are_non_temporal_and_fenced():
     ("vectorize(i, 16, nontemporal=z)", "nontemporal=: no tensor named 'z'"),
     ("vectorize(i, 16, nontemporal=x)", "nontemporal=: loop 'i' stores nothing to 'x'"),
     ("vectorize(i, 16, nontemporal=out, tail=peel)", "nontemporal= runs the head and the tail as masked"),
-    ("vectorize(i, nontemporal=out)", "nontemporal= needs a vector width"),
     ("vectorize(i, 16, nontemporal=3)", "nontemporal= takes the name of the tensor"),
 ])
 def test_bad_nontemporal_options_are_located_errors(schedule, message):
@@ -157,6 +156,16 @@ def test_bad_nontemporal_options_are_located_errors(schedule, message):
     with pytest.raises(CompileError) as info:
         compile_tk(text, "schedule")
     assert message in info.value.render() and "t.tk:1:" in info.value.render()
+
+
+def test_streaming_takes_the_targets_width_or_needs_one():
+    """Without a width, a loop of any length streams in vectors of the target's
+    width; one of constant trip count (a single vector of that many lanes) must say."""
+    any_length = "@schedule(vectorize(i, nontemporal=out))\ndef k(x: f32[N], out: f32[N]):\n    out[i] = x[i]\n"
+    assert "nontemporal" in str(compile_tk(any_length, "llvm").llvm)
+    fixed = "@schedule(vectorize(i, nontemporal=out))\ndef k(x: f32[64], out: f32[64]):\n    out[i] = x[i]\n"
+    with pytest.raises(CompileError, match="nontemporal= needs a vector width"):
+        compile_tk(fixed, "schedule")
 
 
 def test_a_store_that_does_not_move_by_one_element_cannot_stream():
