@@ -190,7 +190,7 @@ def _convolve(xp, wg, bias, y, groups, origin, stride, dilation, kernel, wrap=Fa
     if depthwise:
         w_taps = np.ascontiguousarray(wg[:, :, :, 0, 0].transpose(1, 2, 0))
         if kernel[1] == 3 and stride[1] == dilation[1] == 1:
-            _depthwise3(base, w_taps, bias, y, stride[0], dilation[0])
+            _depthwise3(getattr(lib, f"depthwise3_{t}"), base, w_taps, bias, y, stride[0], dilation[0])
         else:
             window, y = _more_rows_first(window[..., 0].transpose(0, 1, 3, 4, 5, 2), y)
             getattr(lib, f"depthwise_{t}")(window, w_taps, bias, y)
@@ -202,16 +202,16 @@ def _convolve(xp, wg, bias, y, groups, origin, stride, dilation, kernel, wrap=Fa
     getattr(lib, f"conv_{t}")(window, wg, bias.reshape(groups, c_out // groups), yg)
 
 
-def _depthwise3(base, w_taps, bias, y, stride: int, dilation: int) -> None:
+def _depthwise3(kernel, base, w_taps, bias, y, stride: int, dilation: int) -> None:
     """The depthwise convolution three taps wide, with stride 1 along the
-    rows, on the view X[b, p, r, s, q] = pixel (p * stride + r * dilation,
-    q + s) of base."""
+    rows (`kernel`: depthwise3_f32 or _f64), on the view X[b, p, r, s, q] =
+    pixel (p * stride + r * dilation, q + s) of base."""
     n, out_h, out_w, c = y.shape
     sb, sh, sw, sc = base.strides
     rows = as_strided(base, (n, out_h, w_taps.shape[0], 3, out_w, c),
                       (sb, sh * stride, sh * dilation, sw, sw, sc), writeable=False)
     rows, y = _more_rows_first(rows, y)
-    getattr(_kernels(), f"depthwise3_{SUFFIX[y.dtype]}")(rows, w_taps, bias, y)
+    kernel(rows, w_taps, bias, y)
 
 
 def _more_rows_first(*views):

@@ -201,7 +201,7 @@ def _batch_parallel(batch: ir.For, blocked: list[ir.Stmt], m: ir.Expr, mr: int) 
         even = compare("==", mul(floordiv(trips, threads), threads), trips)
         long = compare(">=", trips, mul(threads, i64(4)))
         short_products = compare("<", m, mul(threads, i64(4 * mr)))
-        enough = both(enough, ir.Binary("or", ir.Binary("or", even, long, BOOL), short_products, BOOL))
+        enough = both(enough, _any([even, long, short_products]))
     # The two copies share no variable (see `fresh_locals`).
     serial = fresh_locals((replace(batch, body=tuple(blocked)),))
     return ir.If(enough, (replace(batch, body=tuple(blocked), kind="parallel"),), serial, batch.span)

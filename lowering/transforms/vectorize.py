@@ -53,7 +53,7 @@ def run(kernel: ir.Kernel, d, machine: Machine = Machine()) -> ir.Kernel:
     if _has_vectors(loop.body):  # found by tests/fuzz: lanes of two widths met in one store
         raise ScheduleError(d.span, f"cannot vectorize '{loop.name}': a loop inside it is already vectorized",
                             "vectorize one loop of a nest")
-    if not d.ints and not _fixed_lanes(loop):
+    if not d.ints and _own_lanes(loop) is None:
         d = replace(d, ints=(machine.lanes(_widest_element(loop, d.span)),))
     if not d.ints:
         if d.option("nontemporal") is not None:
@@ -89,13 +89,16 @@ def run(kernel: ir.Kernel, d, machine: Machine = Machine()) -> ir.Kernel:
     return _inline_single_trip(kernel, main.name, d.span)
 
 
-def _fixed_lanes(loop: ir.For) -> bool:
-    """The loop is one vector as it stands: a constant trip count, or a split's
-    masked inner loop (`range(0, min(8, N - i0))`)."""
+def _own_lanes(loop: ir.For) -> tuple[int, ir.Expr | None] | None:
+    """(lanes, mask) when the loop is one vector as it stands: a constant trip
+    count, or a split's masked inner loop (`range(0, min(8, N - i0))`)."""
     start, stop = loop.start, loop.stop
     if isinstance(start, ir.Const) and isinstance(stop, ir.Const):
-        return True
-    return isinstance(start, ir.Const) and start.value == 0 and _masked_width(stop) is not None
+        return stop.value - start.value, None
+    if isinstance(start, ir.Const) and start.value == 0 and _masked_width(stop) is not None:
+        lanes = _masked_width(stop)
+        return lanes, ir.Binary("<", ir.Ramp(start, 1, lanes), stop, BOOL)
+    return None
 
 
 def _widest_element(loop: ir.For, span) -> ScalarType:
@@ -186,15 +189,11 @@ class Vectorizer:
     def _shape(self, loop: ir.For) -> tuple[int, ir.Expr | None]:
         if loop.step != 1:
             raise ScheduleError(self.span, f"cannot vectorize '{loop.name}': its step is {loop.step}")
-        start, stop = loop.start, loop.stop
-        if isinstance(start, ir.Const) and isinstance(stop, ir.Const):
-            lanes, mask = stop.value - start.value, None
-        elif isinstance(start, ir.Const) and start.value == 0 and _masked_width(stop) is not None:
-            lanes = _masked_width(stop)
-            mask = ir.Binary("<", ir.Ramp(start, 1, lanes), stop, BOOL)
-        else:
+        shape = _own_lanes(loop)
+        if shape is None:
             raise ScheduleError(self.span, f"cannot vectorize '{loop.name}': its trip count is not a constant",
                                 f"split it first, e.g. vectorize({loop.name}, 8)")
+        lanes, mask = shape
         if not 2 <= lanes <= MAX_LANES:
             raise ScheduleError(self.span, f"cannot vectorize '{loop.name}' with {lanes} lanes (2 to {MAX_LANES})")
         return lanes, mask
