@@ -112,6 +112,9 @@ def cases(n: int, rows: int, torch):
         ("fused silu(x)*y+z", "Gelem/s", n / 1e9, 16 * n, {
             "dslc": lambda: ops.fused("silu(x) * y + z", x=x, y=y, z=z, out=out), "numpy": numpy_chain}),
         ("sum", "GB/s", 4 * n / 1e9, 4 * n, {"dslc": lambda: ops.sum(x), "numpy": lambda: np.sum(x)}),
+        ("max", "GB/s", 4 * n / 1e9, 4 * n, {"dslc": lambda: ops.max(x), "numpy": lambda: np.max(x)}),
+        ("max 64K (L2)", "GB/s", 4 * small.size / 1e9, None, {"dslc": lambda: ops.max(small),
+                                                              "numpy": lambda: np.max(small)}),
         (f"softmax {rows}x1024", "ms", None, 8 * m.size, {"dslc": lambda: ops.softmax(m, out=m_out)}),
         ("softmax 64x1024 (L2)", "ms", None, None, {"dslc": lambda: ops.softmax(m_small, out=m_small_out)}),
         (f"layer_norm {rows}x4096", "ms", None, 8 * big.size, {"dslc": lambda: ops.layer_norm(big, w, b, out=big_out)}),
@@ -119,12 +122,13 @@ def cases(n: int, rows: int, torch):
     ]
     if torch is not None:
         tx, ty, tz, tout = (torch.from_numpy(a) for a in (x, y, z, out))
-        tm, tms, tbig, tw, tb = (torch.from_numpy(a) for a in (m, m_small, big, w, b))
+        tm, tms, tbig, tw, tb, tsmall = (torch.from_numpy(a) for a in (m, m_small, big, w, b, small))
         F = torch.nn.functional
         extra = {
             "copy": lambda: tout.copy_(tx), "add": lambda: torch.add(tx, ty, out=tout),
             "fused silu(x)*y+z": lambda: torch.add(F.silu(tx) * ty, tz, out=tout),
-            "sum": lambda: torch.sum(tx),
+            "sum": lambda: torch.sum(tx), "max": lambda: torch.max(tx),
+            "max 64K (L2)": lambda: torch.max(tsmall),
             f"softmax {rows}x1024": lambda: torch.softmax(tm, -1),
             "softmax 64x1024 (L2)": lambda: torch.softmax(tms, -1),
             f"layer_norm {rows}x4096": lambda: F.layer_norm(tbig, (4096,), tw, tb),

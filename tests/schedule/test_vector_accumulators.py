@@ -34,11 +34,15 @@ def test_the_loop_updates_vectors_and_reduces_after_it():
     loop = next(k for k, line in enumerate(lines) if "for i.outer" in line)
     inside = list(itertools.takewhile(lambda line: line.startswith("    "), lines[loop + 1:]))
     assert any("acc.v = acc.v + " in line for line in inside)
-    assert any("hi.v = max(hi.v, " in line for line in inside)
+    # A float max keeps integer keys, and the magnitudes to tell NaN apart.
+    assert any("hi.keys = max(hi.keys, hi.bits ^ " in line for line in inside)
+    assert any("hi.nans = max(hi.nans, hi.bits & 2147483647)" in line for line in inside)
     assert not any("hreduce" in line for line in inside)
     after = lines[loop + 1 + len(inside):]
     assert after[0].strip() == "acc = acc + hreduce_sum(acc.v)"
-    assert after[1].strip() == "hi = max(hi, hreduce_max(hi.v))"
+    assert [line.strip() for line in after[1:3]] == ["hi.best: i32 = hreduce_max(hi.keys)",
+                                                     "hi.nan: i32 = hreduce_max(hi.nans)"]
+    assert after[3].strip().startswith("hi = max(hi, (from_bits(hi.nan) if hi.nan > 2139095040 else ")
 
 
 @pytest.mark.parametrize("n", [0, 1, 7, 8, 9, 100])
