@@ -59,7 +59,8 @@ def _operands(x: np.ndarray, axes: tuple[int, ...]):
     if x.flags.c_contiguous and axes == tuple(range(x.ndim - len(axes), x.ndim)):
         # The common case, trailing axes of a contiguous array, without the
         # general path's stride arithmetic (8 of the 15 us a 64K max took).
-        O, R = math.prod(x.shape[:x.ndim - len(axes)]), math.prod(x.shape[x.ndim - len(axes):])
+        lead = x.ndim - len(axes)
+        O, R = math.prod(x.shape[:lead]), math.prod(x.shape[lead:])
         return "last", x.reshape(O, R), O, R
     kept = [k for k in range(x.ndim) if k not in axes]
     moved = x.transpose(kept + list(axes))

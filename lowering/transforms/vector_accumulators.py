@@ -15,7 +15,7 @@ vectorizer only emits it under `@options(reassociate=True)`.
 A float max or min is kept as integer keys instead (`_float_extreme`): the
 IEEE maximum a vector max is (NaN wins, -0 < +0) costs x86 six dependent
 instructions per vector, where a signed integer max of the key is one
-(64 x 1024 rows in L1: 6.6 -> 3.2 us).
+(64 x 1024 rows in L1, AVX-512: 14.8 -> 4.5 us on one accumulator).
 """
 
 from __future__ import annotations
@@ -91,11 +91,10 @@ def _float_extreme(sym: ir.Sym, op: str, value: ir.Expr, span):
     b = ir.Sym(f"{sym.name}.bits", it, "local", lanes=lanes)
     keys = ir.Sym(f"{sym.name}.keys", it, "local", lanes=lanes)
     nans = ir.Sym(f"{sym.name}.nans", it, "local", lanes=lanes)
-    # Start from the key of the float identity (-inf for max): an empty loop
-    # must give it back.
-    inf_key = inf_bits if op == "min" else (inf_bits | (1 << (t.bits - 1))) ^ magnitude
-    before = [ir.Assign(keys, const(inf_key - (1 << t.bits) if inf_key >> (t.bits - 1) else inf_key), span),
-              ir.Assign(nans, const(0), span)]
+    # Start from the key of the float identity, +-inf, so that an empty loop
+    # gives it back; a negative float's key is the complement of its
+    # magnitude's.
+    before = [ir.Assign(keys, const(inf_bits if op == "min" else ~inf_bits), span), ir.Assign(nans, const(0), span)]
     update = [ir.Assign(b, ir.Unary("bits", value, it, span), span),
               ir.Assign(keys, binary(op, ir.Var(keys), key(b)), span),
               ir.Assign(nans, binary("max", ir.Var(nans), binary("&", ir.Var(b), const(magnitude))), span)]
@@ -133,4 +132,3 @@ def touched_elsewhere(body, updates: set[int], sym: ir.Sym) -> bool:
         if any(isinstance(n, ir.Var) and n.sym is sym for e in stmt_exprs(s) for n in walk_expr(e)):
             return True
     return False
-
