@@ -263,8 +263,10 @@ class Store:
     span: Span | None = None
     safe: bool = False  # proven in bounds (set by `guard.mark_proven`)
     mask: Expr | None = None  # vector stores: only lanes where the mask is true
-    # A contiguous vector store that may bypass the cache (vectorize's
-    # `nontemporal=`); the backend decides at run time (backends/llvm/streaming.py).
+    # A contiguous vector store of a stream (vectorize's `nontemporal=`): the
+    # backend decides at run time whether it bypasses the cache. Masked (the
+    # stream's head or tail, mask `ramp(0, 1, L) < n`), it is stored as plain
+    # pieces: a masked store to a line not in the cache is slow (streaming.py).
     nontemporal: bool = False
 
 

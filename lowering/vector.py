@@ -28,3 +28,12 @@ def lanes_of(e: ir.Expr) -> int:
 
 def is_vector(e: ir.Expr) -> bool:
     return lanes_of(e) > 1
+
+
+def prefix_count(mask: ir.Expr) -> ir.Expr | None:
+    """n when `mask` is `ramp(0, 1, L) < n` with a scalar n (lanes below n
+    on: a masked step's head or tail), else None."""
+    match mask:
+        case ir.Binary(op="<", lhs=ir.Ramp(base=ir.Const(value=0), stride=1), rhs=count) if lanes_of(count) == 1:
+            return count
+    return None

@@ -32,7 +32,7 @@ from . import ir
 from .printer import format_node, kernel_namer
 from .rewrite import child_exprs, walk_stmts
 from .target_ops import SPECS
-from .vector import lanes_of
+from .vector import lanes_of, prefix_count
 from .types import BOOL, F16, I64, ScalarType, value_type
 
 LEVELS = ("kernel", "loops")
@@ -207,7 +207,8 @@ class _Verifier:
             self.typed(s.mask, BOOL, s, "a store mask")
         self.access(s, s.tensor, s.indices)
         self.typed(s.value, value_type(s.tensor.dtype), s, f"the value stored to {s.tensor.dtype} '{s.tensor.name}'")
-        self.expect(not s.nontemporal or (widths and s.mask is None), s, "a nontemporal store is an unmasked vector store")
+        self.expect(not s.nontemporal or (widths and (s.mask is None or prefix_count(s.mask) is not None)), s,
+                    "a nontemporal store is a vector store, unmasked or masked by ramp(0, 1, L) < n")
 
     def access(self, node, tensor, indices) -> None:
         self.expect(tensor in self.tensors, node, f"tensor {tensor!r} is not a parameter of this kernel")

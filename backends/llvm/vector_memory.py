@@ -28,13 +28,13 @@ import llvmlite.ir as ir
 
 from dsl.lowering.ir import Binary, Broadcast, Const, Expr, Load, Ramp, Store, Unary
 from dsl.lowering.types import I64 as INDEX
-from dsl.lowering.vector import lanes_of
+from dsl.lowering.vector import lanes_of, prefix_count
 
 from ..errors import BackendError
 from .context import FunctionContext, TensorArgs, intrinsic_suffix
 from .ltypes import I1, I32, I64, PTR, int_const, mem_type
 from .memory import element_pointer, from_memory, to_memory
-from .streaming import nontemporal_store
+from .streaming import nontemporal_store, store_prefix
 from .vectors import ramp, splat, widen
 
 Emit = Callable[[FunctionContext, Expr], ir.Value]
@@ -79,6 +79,8 @@ def vector_store(cx: FunctionContext, s: Store, emit: Emit) -> None:
     mask = _mask(cx, s.mask, lanes, emit)
     if contiguous and mask is None and s.nontemporal:
         nontemporal_store(cx, t, value, ptr, lanes)
+    elif contiguous and s.nontemporal and lanes & (lanes - 1) == 0:  # a stream's head or tail
+        store_prefix(cx, value, ptr, emit(cx, prefix_count(s.mask)), lanes, dtype.itemsize)
     elif contiguous and mask is None:
         cx.builder.store(value, ptr, align=dtype.itemsize)
     elif contiguous:

@@ -13,8 +13,9 @@ then `kernel_view` copies, so a kernel never sees such memory.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
-from numpy.lib.stride_tricks import as_strided
 
 from ..call import foreign_view
 
@@ -118,19 +119,27 @@ def merge_axes(arrays: list[np.ndarray], count: int) -> list[np.ndarray]:
     where every array allows it (stride[i] == stride[i + 1] * shape[i + 1]),
     axes of size 1 dropped; at least one leading axis is kept."""
     shape = arrays[0].shape[:count]
-    axes = [i for i in range(count) if shape[i] != 1]
     groups: list[list[int]] = []
-    for i in axes:
+    for i in range(count):
+        if shape[i] == 1:
+            continue
         if groups and all(a.strides[groups[-1][-1]] == a.strides[i] * a.shape[i] for a in arrays):
             groups[-1].append(i)
         else:
             groups.append([i])
-    if not groups:
-        groups = [[]]
-    out = []
-    for a in arrays:
-        lead_shape = tuple(int(np.prod([shape[i] for i in g])) for g in groups)
-        lead_strides = tuple(a.strides[g[-1]] if g else 0 for g in groups)
-        out.append(as_strided(a, lead_shape + a.shape[count:], lead_strides + a.strides[count:],
-                              writeable=a.flags.writeable))
-    return out
+    lead_shape = tuple(math.prod(shape[i] for i in g) for g in groups) or (1,)
+    return [view_as(a, lead_shape + a.shape[count:]) for a in arrays]
+
+
+def view_as(a: np.ndarray, shape: tuple) -> np.ndarray:
+    """`a` reshaped to `shape` as a view, never a copy (the caller knows the
+    strides allow it). numpy's reshape takes 0.3 us where `as_strided` took 5."""
+    if _RESHAPE_NO_COPY:
+        return a.reshape(shape, copy=False)
+    view = a.reshape(shape)
+    if not np.shares_memory(view, a):  # numpy < 2.1 copies silently when it must
+        raise ValueError(f"internal: {a.shape} {a.strides} cannot be viewed as {shape}")
+    return view
+
+
+_RESHAPE_NO_COPY = np.lib.NumpyVersion(np.__version__) >= "2.1.0"

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .arrays import as_array, check_out, empty_aligned, finish, merge_axes, writable_target
+from .arrays import as_array, check_out, empty_aligned, finish, merge_axes, view_as, writable_target
 from .library import stdlib_library
 
 _BITS = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
@@ -161,6 +161,4 @@ def _aligned_column(dst: np.ndarray) -> int:
 def _split_tiles(a: np.ndarray) -> np.ndarray:
     """[P, R, C] (R, C multiples of 16) as the view [P, R / 16, 16, C / 16, 16]."""
     p, r, c = a.shape
-    sp, sr, sc = a.strides
-    shape = (p, r // _TILE, _TILE, c // _TILE, _TILE)
-    return np.lib.stride_tricks.as_strided(a, shape, (sp, sr * _TILE, sr, sc * _TILE, sc), writeable=a.flags.writeable)
+    return view_as(a, (p, r // _TILE, _TILE, c // _TILE, _TILE))

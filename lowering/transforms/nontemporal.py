@@ -26,7 +26,7 @@ from dsl.grammar.diagnostics import did_you_mean
 from .. import ir
 from ..bounds_proof import linear
 from ..rewrite import map_stmts, walk_expr, walk_stmts
-from ..vector import lanes_of
+from ..vector import lanes_of, prefix_count
 from ..arith import fold, minimum
 from .nest import ScheduleError, add, copy_loops, i64, maximum, sub, substitute, substitute_expr
 
@@ -77,15 +77,17 @@ def alignment(width: int, itemsize: int) -> int:
     return 1 << (size.bit_length() - 1)
 
 
-def mark_stores(loop: ir.For, tensor: ir.TensorParam) -> ir.For:
-    """`loop` with its unmasked vector stores to `tensor` marked non-temporal."""
+def mark_stores(body: tuple[ir.Stmt, ...], tensor: ir.TensorParam) -> tuple[ir.Stmt, ...]:
+    """`body` with its vector stores to `tensor` marked non-temporal: the
+    unmasked ones, and those masked by `ramp(0, 1, L) < n` (the head's and
+    the tail's, which the backend stores as plain pieces)."""
     def stmt_fn(s: ir.Stmt):
-        if isinstance(s, ir.Store) and s.tensor is tensor and s.mask is None \
-                and any(lanes_of(i) > 1 for i in s.indices):
+        if isinstance(s, ir.Store) and s.tensor is tensor and any(lanes_of(i) > 1 for i in s.indices) \
+                and (s.mask is None or prefix_count(s.mask) is not None):
             return replace(s, nontemporal=True)
         return None
 
-    return replace(loop, body=map_stmts(loop.body, None, stmt_fn))
+    return map_stmts(body, None, stmt_fn)
 
 
 def _output(kernel: ir.Kernel, name: str, span) -> ir.TensorParam:

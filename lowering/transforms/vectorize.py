@@ -81,11 +81,11 @@ def run(kernel: ir.Kernel, d, machine: Machine = Machine()) -> ir.Kernel:
     kernel = _accumulate_over(kernel, main.name, d.span)
     if stream is not None:
         main = find_loop(kernel.body, main.name, d.span)
-        marked = nontemporal.mark_stores(main, kernel.tensor(stream))
+        marked = replace(main, body=nontemporal.mark_stores(main.body, kernel.tensor(stream)))
         kernel = replace(kernel, body=replace_loop(kernel.body, main, [marked]))
     # Full vectors run unmasked; only a partial one (the last, the head) is masked.
     for piece in (tails if tail == "mask" else []) + pieces[1:]:
-        kernel = _masked_step(kernel, piece.name, width, d.span)
+        kernel = _masked_step(kernel, piece.name, width, d.span, stream)
     return _inline_single_trip(kernel, main.name, d.span)
 
 
@@ -148,10 +148,13 @@ def _fixed_stores(body, var: ir.Sym) -> list[ir.Store]:
     return [s for s in body if isinstance(s, ir.Store) and not any(_uses(i, var) for i in s.indices)]
 
 
-def _masked_step(kernel: ir.Kernel, name: str, width: int, span) -> ir.Kernel:
-    """The loop `name`, of fewer than `width` iterations, as one masked vector step."""
+def _masked_step(kernel: ir.Kernel, name: str, width: int, span, stream: str | None = None) -> ir.Kernel:
+    """The loop `name`, of fewer than `width` iterations, as one masked vector
+    step; its stores to tensor `stream` (a head or tail of nontemporal=) marked."""
     loop = find_loop(kernel.body, name, span)  # rebuilt by the replacements before
     step = Vectorizer(kernel, loop, span, lanes=width).run()
+    if stream is not None:
+        step = nontemporal.mark_stores(tuple(step), kernel.tensor(stream))
     runs = ir.Binary("<", loop.start, loop.stop, BOOL, loop.span)
     return replace(kernel, body=replace_loop(kernel.body, loop, [ir.If(runs, tuple(step), (), loop.span)]))
 
