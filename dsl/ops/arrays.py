@@ -93,7 +93,7 @@ def empty_aligned(shape: tuple, dtype, align: int = 64) -> np.ndarray:
     boundary (numpy starts a large array 16 bytes past a page; streamed
     stores need whole aligned lines)."""
     dtype = np.dtype(dtype)
-    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    nbytes = math.prod(shape) * dtype.itemsize
     buf = np.empty(nbytes + align, np.uint8)
     start = -buf.ctypes.data % align
     return buf[start:start + nbytes].view(dtype).reshape(shape)

@@ -137,8 +137,10 @@ def _tiles(lib, t: str, src: np.ndarray, dst: np.ndarray) -> None:
     # 2 threads was never slower than sharing each plane's rows of tiles, and up to 1.36x faster
     kernel = "tile_planes" if planes >= _SMALL_BATCH else "tiles"
     getattr(lib, f"{kernel}_{t}")(_split_tiles(src[tiled].transpose(0, 2, 1)), _split_tiles(dst[tiled]))
-    for edge in (np.s_[:, :, :first], np.s_[:, :, first + whole_cols:], np.s_[:, whole_rows:, first:first + whole_cols]):
-        if src[edge].size:
+    edges = ((first > 0, np.s_[:, :, :first]), (first + whole_cols < cols, np.s_[:, :, first + whole_cols:]),
+             (whole_rows < rows and whole_cols > 0, np.s_[:, whole_rows:, first:first + whole_cols]))
+    for nonempty, edge in edges:
+        if nonempty:
             getattr(lib, f"permute3_{t}")(src[edge], dst[edge])
 
 
