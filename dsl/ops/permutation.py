@@ -13,6 +13,8 @@ output this function allocates is aligned), and the ragged edges to
 When the two share their contiguous axis, rows are copied whole instead (64
 x 512 x 512, axes (1, 0, 2): 32 x 32 tiles read 32 rows 4 MiB apart), in the
 input's order, their stores streamed past the caches for large outputs.
+For contiguous arrays these choices depend only on the layout, so the kernel
+calls they make are recorded once per layout and replayed (call_plans.py).
 """
 
 from __future__ import annotations
@@ -20,10 +22,13 @@ from __future__ import annotations
 import numpy as np
 
 from .arrays import as_array, check_out, empty_aligned, finish, merge_axes, view_as, writable_target
+from .call_plans import address, record, replay
 from .library import stdlib_library
 
 _BITS = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
 _library: list = []
+_plans: dict = {}  # (shape, item size, axes, target address % 64) -> the recorded kernel calls
+_MAX_PLANS = 256
 _SMALL_BATCH = 4  # fewer planes than this: each plane's tile rows go to the threads instead
 _TILE = 16  # the tiles of `tiles_*`
 _LINE = 64  # bytes: where the tiles' streamed rows must start
@@ -51,8 +56,31 @@ def permute(x, axes, out=None) -> np.ndarray:
     if out.size == 0:
         return out
     target = writable_target(out, x)
-    _copy(src, target)
+    if x.flags.c_contiguous and x.flags.aligned and target.flags.c_contiguous and target.flags.aligned:
+        _planned(x, axes, target)
+    else:
+        _copy(src, target, _kernels())
     return finish(target, out)
+
+
+def _planned(x: np.ndarray, axes: tuple[int, ...], target: np.ndarray) -> None:
+    """`_copy` of contiguous arrays: its kernel calls recorded for this layout
+    (shape, item size, axes, where target's rows fall in a line) once, then
+    replayed (call_plans.py)."""
+    key = (x.shape, x.itemsize, axes, address(target) % _LINE)
+    plan = _plans.get(key)
+    if plan is None:
+        plan = record(lambda lib: _copy(x.transpose(axes), target, lib), (x, target))
+        if len(_plans) >= _MAX_PLANS:
+            _plans.clear()
+        _plans[key] = plan
+    replay(_kernels(), plan, (x, target))
+
+
+def _kernels():
+    if not _library:  # looked up once: finding it hashes the sources
+        _library.append(stdlib_library("permute"))
+    return _library[0]
 
 
 def _check_axes(x: np.ndarray, axes) -> tuple[int, ...]:
@@ -70,8 +98,8 @@ def _check_axes(x: np.ndarray, axes) -> tuple[int, ...]:
     return normal
 
 
-def _copy(src: np.ndarray, dst: np.ndarray) -> None:
-    """dst[...] = src, element bits as they are."""
+def _copy(src: np.ndarray, dst: np.ndarray, lib) -> None:
+    """dst[...] = src, element bits as they are, by `lib`'s kernels."""
     unsigned = _BITS[src.itemsize]
     if src.strides and any(s % src.itemsize for s in src.strides + dst.strides) or not src.flags.aligned:
         np.copyto(dst, src)  # layouts no element stride describes: numpy's copy is the one that can
@@ -87,9 +115,7 @@ def _copy(src: np.ndarray, dst: np.ndarray) -> None:
             src, dst = src.transpose(rest), dst.transpose(rest)
     while src.ndim < 2:
         src, dst = src[None], dst[None]
-    if not _library:  # looked up once: finding it hashes the sources
-        _library.append(stdlib_library("permute"))
-    _planes(_library[0], unsigned, src, dst)
+    _planes(lib, unsigned, src, dst)
 
 
 def _planes(lib, unsigned, src: np.ndarray, dst: np.ndarray) -> None:

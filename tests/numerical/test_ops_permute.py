@@ -42,6 +42,30 @@ def test_whole_tiles_and_ragged_edges(dtype, shape, axes):
     assert np.array_equal(dsl.ops.permute(view, axes), view.transpose(axes))
 
 
+def test_replayed_plans_follow_the_layout():
+    """Contiguous operands replay the kernel calls recorded for their layout
+    (ops/call_plans.py): new values, new arrays, an output whose rows fall
+    elsewhere in a line (another plan: the tiles start where the rows are
+    aligned), and an input seen first as a view (not recorded) then whole."""
+    from dsl.ops import permutation
+    from dsl.ops.arrays import empty_aligned
+
+    for seed in range(3):
+        x = rand((6, 300, 40), np.float32, seed=seed)
+        for offset in (0, 3, 0, 5):
+            room = empty_aligned((x.size + 16,), np.float32)
+            room[:] = 7
+            out = room[offset:offset + x.size].reshape(6, 40, 300)
+            dsl.ops.permute(x, (0, 2, 1), out=out)
+            assert np.array_equal(out, x.transpose(0, 2, 1)), (seed, offset)
+            assert (room[:offset] == 7).all() and (room[offset + x.size:] == 7).all()
+    layouts = {key for key in permutation._plans if key[:3] == ((6, 300, 40), 4, (0, 2, 1))}
+    assert {key[3] for key in layouts} == {0, 12, 20}  # one plan per position of out's rows in a line
+    x = rand((9, 70, 33), np.int16)
+    assert np.array_equal(dsl.ops.permute(x[:, :, 1:], (2, 0, 1)), x[:, :, 1:].transpose(2, 0, 1))
+    assert np.array_equal(dsl.ops.permute(x, (2, 0, 1)), x.transpose(2, 0, 1))
+
+
 def test_nan_bits_kept():
     x = np.array([[np.nan, -0.0], [1.0, np.inf]], np.float32)
     x.view(np.uint32)[0, 0] = 0x7FC01234  # a NaN with a payload
