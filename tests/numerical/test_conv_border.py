@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import dsl
-from dsl.ops import conv
+from dsl.ops import conv, conv_border
 from dsl.ops.conv_border import _interior, _tap_groups
 
 torch = pytest.importorskip("torch")
@@ -46,7 +46,8 @@ def test_tap_groups_cover_each_output_once_with_exactly_its_taps_inside(seed):
 @pytest.mark.parametrize("groups, c_in, c_out", [(1, 5, 7), (2, 4, 6), (6, 6, 6)])
 @pytest.mark.parametrize("stride, dilation, padding", [((1, 1), (1, 1), (1, 1)), ((2, 1), (1, 2), (3, 2)),
                                                         ((1, 3), (2, 1), "same")])
-def test_every_band(groups, c_in, c_out, stride, dilation, padding):
+def test_every_band(monkeypatch, groups, c_in, c_out, stride, dilation, padding):
+    monkeypatch.setattr(conv_border, "SMALL_INPUT_BYTES", 0)  # the cells, not the padded copy of a small input
     if padding == "same" and stride != (1, 1):
         stride = (1, 1)
     rng = np.random.default_rng(groups + c_in)
@@ -81,6 +82,7 @@ def test_same_padding_interior_as_one_row_per_image(monkeypatch, dtype, size, ke
         return original(*args, **kwargs)
 
     monkeypatch.setattr(conv, "_convolve", record)
+    monkeypatch.setattr(conv_border, "SMALL_INPUT_BYTES", 0)
     rng = np.random.default_rng(sum(size))
     x = rng.standard_normal((3, *size, 6)).astype(dtype)
     w = rng.standard_normal((6, 6 // groups, *kernel)).astype(dtype)
@@ -91,3 +93,29 @@ def test_same_padding_interior_as_one_row_per_image(monkeypatch, dtype, size, ke
                          layout="NHWC")
     np.testing.assert_allclose(got, want, rtol=1e-4 if dtype == np.float32 else 1e-10, atol=1e-4)
     assert calls[0] is True and not any(calls[1:])
+
+
+def test_a_small_input_is_copied_padded_in_one_call(monkeypatch):
+    """Up to SMALL_INPUT_BYTES the input is copied into a padded buffer and
+    convolved in one call (nine cells were nine calls' Python); above, the
+    cells run where the input is."""
+    calls = []
+    original = conv._convolve
+
+    def record(*args, **kwargs):
+        calls.append(args[0].shape)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(conv, "_convolve", record)
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((2, 13, 17, 4)).astype(np.float32)
+    w = rng.standard_normal((5, 4, 3, 3)).astype(np.float32)
+    want = F.conv2d(torch.from_numpy(x.transpose(0, 3, 1, 2).copy()), torch.from_numpy(w),
+                    padding=1).numpy().transpose(0, 2, 3, 1)
+    for limit, count in ((x.nbytes, 1), (x.nbytes - 1, 9)):
+        calls.clear()
+        monkeypatch.setattr(conv_border, "SMALL_INPUT_BYTES", limit)
+        got = dsl.ops.conv2d(x, w.transpose(2, 3, 1, 0).copy(), padding=1, layout="NHWC")
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+        assert len(calls) == count, calls
+    assert calls[0] == x.shape  # the interior, read in place
