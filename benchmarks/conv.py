@@ -8,7 +8,8 @@ dslc runs in NHWC (its native layout, weights KH x KW x C_in x C_out), torch
 in its default NCHW, numpy im2col in NHWC (the seeds' `conv_im2col`: a
 strided window view reshaped, which copies, times the weights as a matrix).
 Cases: the seeds' shape, a ResNet layer, a strided 1x1, a depthwise 3x3, a
-conv_transpose2d with stride 2. GFLOP/s count 2 * multiply-adds of the
+conv_transpose2d with stride 2, and a small layer whose time is mostly the
+call's own. GFLOP/s count 2 * multiply-adds of the
 direct convolution. Needs threadpoolctl and torch.
 """
 
@@ -36,6 +37,7 @@ CASES = [
     ("1x1 stride 2 (8,56,56,64) 64->128", 8, 56, 56, 64, 128, 1, 2, 0, 1, False),
     ("depthwise 3x3 (8,56,56,64) pad 1", 8, 56, 56, 64, 64, 3, 1, 1, 64, False),
     ("transposed 3x3 stride 2 (8,28,28,64) 64->32", 8, 28, 28, 64, 32, 3, 2, 1, 1, True),
+    ("small (1,14,14,16) 3x3 16->16 pad 1", 1, 14, 14, 16, 16, 3, 1, 1, 1, False),  # the call's overhead
 ]
 
 
