@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from numpy.lib.stride_tricks import as_strided
 
 from ..call import foreign_view
 
@@ -140,6 +141,22 @@ def view_as(a: np.ndarray, shape: tuple) -> np.ndarray:
     if not np.shares_memory(view, a):  # numpy < 2.1 copies silently when it must
         raise ValueError(f"internal: {a.shape} {a.strides} cannot be viewed as {shape}")
     return view
+
+
+def strided(a: np.ndarray, shape: tuple, strides: tuple, writeable: bool = True) -> np.ndarray:
+    """`as_strided(a, shape, strides)`: built on a C-contiguous `a`'s buffer in
+    one `np.ndarray(...)` (0.6 us) when the view stays inside it, else by
+    `as_strided` (3-5 us)."""
+    if a.flags.c_contiguous:
+        try:
+            view = np.ndarray(shape, a.dtype, a, 0, strides)
+        except (ValueError, TypeError):  # reaches past a's own elements
+            pass
+        else:
+            if not (writeable and a.flags.writeable):
+                view.flags.writeable = False
+            return view
+    return as_strided(a, shape, strides, writeable=writeable)
 
 
 _RESHAPE_NO_COPY = np.lib.NumpyVersion(np.__version__) >= "2.1.0"

@@ -30,9 +30,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numpy.lib.stride_tricks import as_strided
 
-from .arrays import SUFFIX, as_array, check_float_dtype
+from .arrays import SUFFIX, as_array, check_float_dtype, strided
 from .conv_args import check_channels, check_groups, check_hyper, check_rank, check_size, conv_padding, pair
 from .conv_border import convolve_padded
 from .library import stdlib_library
@@ -177,12 +176,12 @@ def _convolve(xp, wg, bias, y, groups, origin, stride, dilation, kernel, wrap=Fa
     depthwise = groups == y.shape[3] and wg.shape[3] == 1  # one output per input channel
     if wrap and not depthwise:
         pixels = (y.shape[1] - 1) * y.strides[1] // y.strides[2] + y.shape[2]
-        y = as_strided(y, (y.shape[0], 1, pixels, y.shape[3]), (y.strides[0], 0, *y.strides[2:]))
+        y = strided(y, (y.shape[0], 1, pixels, y.shape[3]), (y.strides[0], 0, *y.strides[2:]))
     n, out_h, out_w, c_out = y.shape
     c_in_g = wg.shape[3]
     sb, sh, sw, sc = xp.strides
     base = xp[:, origin[0]:, origin[1]:]
-    window = as_strided(base, (n, out_h, groups, out_w, *kernel, c_in_g),
+    window = strided(base, (n, out_h, groups, out_w, *kernel, c_in_g),
                         (sb, sh * stride[0], c_in_g * sc, sw * stride[1], sh * dilation[0], sw * dilation[1], sc),
                         writeable=False)
     lib, t = _kernels(), SUFFIX[y.dtype]
@@ -195,7 +194,7 @@ def _convolve(xp, wg, bias, y, groups, origin, stride, dilation, kernel, wrap=Fa
             window, y = _more_rows_first(window[..., 0].transpose(0, 1, 3, 4, 5, 2), y)
             getattr(lib, f"depthwise_{t}")(window, w_taps, bias, y)
         return
-    yg = as_strided(y, (n, out_h, groups, out_w, c_out // groups),
+    yg = strided(y, (n, out_h, groups, out_w, c_out // groups),
                     (y.strides[0], y.strides[1], y.strides[3] * (c_out // groups), y.strides[2], y.strides[3]))
     if n < out_h:  # the longer of the two loops outermost: it runs on all threads
         window, yg = window.swapaxes(0, 1), yg.swapaxes(0, 1)
@@ -208,7 +207,7 @@ def _depthwise3(kernel, base, w_taps, bias, y, stride: int, dilation: int) -> No
     pixel (p * stride + r * dilation, q + s) of base."""
     n, out_h, out_w, c = y.shape
     sb, sh, sw, sc = base.strides
-    rows = as_strided(base, (n, out_h, w_taps.shape[0], 3, out_w, c),
+    rows = strided(base, (n, out_h, w_taps.shape[0], 3, out_w, c),
                       (sb, sh * stride, sh * dilation, sw, sw, sc), writeable=False)
     rows, y = _more_rows_first(rows, y)
     kernel(rows, w_taps, bias, y)

@@ -17,6 +17,8 @@ import numpy as np
 
 def pair(op: str, name: str, value) -> tuple[int, int]:
     """An int or a pair of ints as a pair (torch's `_pair`)."""
+    if type(value) is int:  # the usual case, without the abstract-class checks (~1 us each)
+        return value, value
     items = (value, value) if isinstance(value, (numbers.Integral, np.integer)) else value
     try:
         items = tuple(items)
