@@ -10,9 +10,9 @@ from __future__ import annotations
 import numbers
 
 import numpy as np
-from numpy.lib.stride_tricks import as_strided
 
 from .arrays import as_view
+from .arrays import strided as byte_strided
 
 F32 = np.dtype(np.float32)
 
@@ -101,8 +101,7 @@ def merge_axes(shape: tuple[int, ...], strides: list[list[int]]) -> tuple[tuple[
 
 def strided(a: np.ndarray, shape: tuple[int, ...], element_strides: list[int]) -> np.ndarray:
     """A view of `a`'s memory with the given shape and element strides."""
-    return as_strided(a, shape, [s * a.itemsize for s in element_strides],
-                      writeable=a.flags.writeable)
+    return byte_strided(a, shape, tuple(s * a.itemsize for s in element_strides), writeable=a.flags.writeable)
 
 
 def flat_views(inputs: list[np.ndarray], out: np.ndarray) -> list[np.ndarray] | None:
