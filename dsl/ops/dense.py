@@ -120,16 +120,21 @@ def _product(a: np.ndarray, b: np.ndarray, c: np.ndarray, batch: tuple, column: 
     """c[..., m, n] = a[..., m, :] @ b[..., :, n] with batch axes broadcast."""
     lib, t = _kernels(), SUFFIX[c.dtype]
     if column and a.ndim >= 2 and b.ndim == 2:  # matrices times a vector: all rows at once
-        rows, y = merge_axes([np.broadcast_to(a, batch + a.shape[-2:]), c[..., 0]], len(batch) + 1)
+        rows, y = merge_axes([_broadcast(a, batch), c[..., 0]], len(batch) + 1)
         if rows.ndim == 2:
             _matvec(lib, t, rows, b[:, 0], y)
             return
     if not batch:
         _matmul(lib, t, a[None], b[None], c[None])
         return
-    views = merge_axes([np.broadcast_to(a, batch + a.shape[-2:]), np.broadcast_to(b, batch + b.shape[-2:]), c],
+    views = merge_axes([_broadcast(a, batch), _broadcast(b, batch), c],
                        len(batch))
     _batched(lib, t, *views)
+
+
+def _broadcast(x: np.ndarray, batch: tuple) -> np.ndarray:
+    """x's matrices over the batch axes `batch` (a view; x itself when they are its own)."""
+    return x if x.shape[:-2] == batch else np.broadcast_to(x, batch + x.shape[-2:])
 
 
 def _batched(lib, t: str, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> None:
