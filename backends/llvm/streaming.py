@@ -105,8 +105,7 @@ def _lanes(bld: ir.IRBuilder, v: ir.Value, first: int, count: int) -> ir.Value:
 
 
 def _clamp(bld: ir.IRBuilder, n: ir.Value, high: int) -> ir.Value:
-    if n.type != I64:
-        n = bld.sext(n, I64) if n.type.width < 64 else bld.trunc(n, I64)
+    """The i64 `n` within [0, high]."""
     n = bld.select(bld.icmp_signed("<", n, int_const(I64, 0)), int_const(I64, 0), n)
     return bld.select(bld.icmp_signed(">", n, int_const(I64, high)), int_const(I64, high), n)
 

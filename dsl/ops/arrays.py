@@ -89,6 +89,11 @@ def check_out(op: str, out, shape: tuple, dtype: np.dtype) -> np.ndarray:
     return out
 
 
+def address(a: np.ndarray) -> int:
+    """The address of `a`'s first element."""
+    return a.__array_interface__["data"][0]
+
+
 def empty_aligned(shape: tuple, dtype, align: int = 64) -> np.ndarray:
     """np.empty(shape, dtype), C-contiguous, its data on an `align`-byte
     boundary (numpy starts a large array 16 bytes past a page; streamed
@@ -96,7 +101,7 @@ def empty_aligned(shape: tuple, dtype, align: int = 64) -> np.ndarray:
     dtype = np.dtype(dtype)
     nbytes = math.prod(shape) * dtype.itemsize
     buf = np.empty(nbytes + align, np.uint8)
-    start = -buf.ctypes.data % align
+    start = -address(buf) % align
     return buf[start:start + nbytes].view(dtype).reshape(shape)
 
 

@@ -18,12 +18,10 @@ from collections.abc import Callable
 
 import numpy as np
 
+from .arrays import address
+
 Spec = tuple[int, int, tuple, tuple, np.dtype]  # operand, byte offset, shape, strides, dtype
 Plan = list[tuple[str, tuple[Spec, ...]]]
-
-
-def address(a: np.ndarray) -> int:
-    return a.__array_interface__["data"][0]
 
 
 class _Recorder:

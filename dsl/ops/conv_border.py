@@ -45,13 +45,12 @@ def convolve_padded(x: np.ndarray, pads, dtype, y: np.ndarray, stride, dilation,
     """
     extent = [d * (k - 1) + 1 for d, k in zip(dilation, kernel)]
     direct = x.dtype == dtype and x.strides[-1] == x.itemsize
-    small = x.size * np.dtype(dtype).itemsize <= SMALL_INPUT_BYTES
-    axes, interiors = [], [None]
-    if direct and not small:
+    axes = None
+    if direct and x.size * np.dtype(dtype).itemsize > SMALL_INPUT_BYTES:
         axes = [_tap_groups(x.shape[1 + i], pads[i][0], stride[i], dilation[i], kernel[i], y.shape[1 + i])
                 for i in range(2)]
         interiors = [next((g for g in groups if g[2:] == (0, k)), None) for groups, k in zip(axes, kernel)]
-    if None in interiors:
+    if axes is None or None in interiors:
         taps = ((0, kernel[0]), (0, kernel[1]))
         convolve(_padded(x, pads, dtype, y.shape[1:3], stride, extent), (0, 0), y, taps, False, False)
         return

@@ -63,7 +63,7 @@ def fused(expression: str, /, *, out=None, **operands):
     if flat is not None:
         _call(_library(expr, kinds).fused_1, values, flat)
         return result
-    inputs = [L.unaliased(x if x.shape == result.shape else np.broadcast_to(x, result.shape), result) for x in inputs]
+    inputs = L.broadcast_inputs(inputs, result)
     rank, calls = L.rank_views(result.shape, [*inputs, result])
     fn = getattr(_library(expr, kinds), f"fused_{rank}")
     for views in calls:

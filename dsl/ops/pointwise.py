@@ -54,7 +54,7 @@ def _run(op: str, kernel: str, inputs: list[np.ndarray], out: np.ndarray, scalar
         fn = _kernel(f"{kernel}_1" if scalar is None else f"{kernel}_s1")
         fn(*flat) if scalar is None else fn(flat[0], scalar, flat[1])
         return out
-    inputs = [L.unaliased(x if x.shape == out.shape else np.broadcast_to(x, out.shape), out) for x in inputs]
+    inputs = L.broadcast_inputs(inputs, out)
     rank, calls = L.rank_views(out.shape, [*inputs, out])
     fn = getattr(_lib(), f"{kernel}_{rank}" if scalar is None else f"{kernel}_s{rank}")
     for views in calls:
