@@ -180,3 +180,26 @@ def test_reference_interpreter_agrees_with_compiled_code(name):
     np.testing.assert_array_equal(got[~finite & ~np.isnan(want)], want[~finite & ~np.isnan(want)])
     spacing = np.spacing(np.abs(want[finite]))
     assert np.max(np.abs(got[finite] - want[finite]) / spacing) <= 4
+
+
+def test_softmax_exp_over_a_dense_sweep(tmp_path):
+    """exp_nonpositive_f32, the e**x of softmax's x - max: <= 2.5 ulp down to
+    where results flush to 0 (x < -87.68, e**x < 2**-126.5), NaN kept."""
+    from dsl.backends.link import link_shared
+    from dsl.pipeline import compile_file
+
+    (tmp_path / "e.tk").write_text("from mathfn import exp_nonpositive_f32\n\n"
+                                   "def e(x: f32[N], out: f32[N]):\n    out[i] = exp_nonpositive_f32(x[i])\n")
+    job = compile_file(tmp_path / "e.tk", stop_after="obj")
+    lib = dsl.load(link_shared(job.obj, tmp_path / "e.so", job.target))
+    x = every_kth_float(-87.6, 1e-45, 97)  # (hi > 0: the sweep starts at +0.0)
+    assert x.size > 500_000
+    out = np.empty_like(x)
+    lib.e(x, out)
+    worst = max_ulp(out, np.exp(x.astype(np.float64)))
+    print(f"exp_nonpositive_f32: {x.size} inputs, max error {worst:.3f} ulp")
+    assert worst <= 2.5
+    specials = np.array([0.0, -0.0, -np.inf, np.nan, -87.7, -88.0, -1e4, -1e-40], np.float32)
+    out = np.empty_like(specials)
+    lib.e(specials, out)
+    np.testing.assert_array_equal(out, [1, 1, 0, np.nan, 0, 0, 0, 1])

@@ -24,12 +24,22 @@ def _function(name: str) -> str:
     return source[start:source.index("\ndef ", start + 1)]
 
 
-def test_gelu_polynomial_is_the_fit():
-    body = _function("gelu_f32")
-    poly = body[body.index("p = fma("):body.index("* s\n")]
+def _assert_written_fit(function: str, start: str, end: str, tool: str, bound: float) -> None:
+    """The constants of `function` between `start` and `end` are the fit of
+    tools/`tool`.py (highest power first), whose error is below `bound`."""
+    body = _function(function)
+    poly = body[body.index(start):body.index(end)]
     written = [float(v) for v in re.findall(r"-?\d+\.\d+(?:e-?\d+)?", poly)]
-    coef, error = _load("fit_gelu").fit()
-    assert error < 5e-8
+    coef, error = _load(tool).fit()
+    assert error < bound
     # one float32 ulp of slack: another BLAS may round the float64 fit differently
     ulps = np.array(written, np.float32).view(np.int32) - coef[::-1].astype(np.float32).view(np.int32)
     assert np.all(np.abs(ulps) <= 1), ulps
+
+
+def test_gelu_polynomial_is_the_fit():
+    _assert_written_fit("gelu_f32", "p = fma(", "* s\n", "fit_gelu", 5e-8)
+
+
+def test_softmax_exp_polynomial_is_the_fit():
+    _assert_written_fit("exp_nonpositive_f32", "q = fma(", "# tools/fit_exp.py", "fit_exp", 1.2e-7)
