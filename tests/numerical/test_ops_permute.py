@@ -165,3 +165,26 @@ def test_streamed_rows(threads):
     env = {**os.environ, "DSL_STREAM_BYTES": "0", "DSL_NUM_THREADS": threads}
     run = subprocess.run([sys.executable, "-c", _STREAMED], env=env, capture_output=True, text=True, timeout=300)
     assert run.returncode == 0 and run.stdout.strip() == "ok", run.stderr[-2000:]
+
+
+def test_new_results_replay_the_plan_of_an_aligned_output():
+    """A result permute allocates (64-byte aligned) replays the plan recorded
+    for one, without the checks again; a plan made for an `out` at another
+    place in a line is never taken for it."""
+    from dsl.ops import permutation
+    from dsl.ops.arrays import empty_aligned
+
+    x = rand((5, 300, 40), np.float32, seed=11)
+    room = empty_aligned((x.size + 3,), np.float32)
+    out = room[3:].reshape(5, 40, 300)  # its rows start 12 bytes into a line
+    dsl.ops.permute(x, (0, 2, 1), out=out)
+    assert (x.shape, x.dtype, (0, 2, 1)) not in permutation._fresh
+    for seed in range(3):
+        x = rand((5, 300, 40), np.float32, seed=seed)
+        got = dsl.ops.permute(x, (0, 2, 1))
+        assert np.array_equal(got, x.transpose(0, 2, 1)) and got.flags.c_contiguous
+    assert (x.shape, x.dtype, (0, 2, 1)) in permutation._fresh
+    view = rand((5, 600, 40), np.float32)[:, ::2]  # the same shape, not contiguous: the checked path
+    assert np.array_equal(dsl.ops.permute(view, (0, 2, 1)), view.transpose(0, 2, 1))
+    with pytest.raises(ValueError, match="repeated axis"):
+        dsl.ops.permute(x, (0, 1, 1))
