@@ -42,7 +42,7 @@ def apply_schedule(kernel: ir.Kernel, after=None, check: bool = True, machine: M
             verify(kernel, "loops")
         if after is not None:
             after("auto", kernel)
-        return kernel
+        return _transpose_loads(kernel, machine, check, after)
     for directive in pick_candidate(kernel.schedule, pick):
         try:
             if directive.name == "contract":
@@ -57,6 +57,12 @@ def apply_schedule(kernel: ir.Kernel, after=None, check: bool = True, machine: M
             verify(kernel, "loops")
         if after is not None:
             after(directive.name, kernel)
+    return replace(_transpose_loads(kernel, machine, check, after), schedule=())
+
+
+def _transpose_loads(kernel: ir.Kernel, machine: Machine, check: bool, after) -> ir.Kernel:
+    """The last pass of every schedule, the automatic one too (its packing of
+    a B stored by rows of K is written for it)."""
     transposed = transpose_loads.run(kernel, machine)
     if transposed is not kernel:
         kernel = transposed
@@ -64,4 +70,4 @@ def apply_schedule(kernel: ir.Kernel, after=None, check: bool = True, machine: M
             verify(kernel, "loops")
         if after is not None:
             after(transpose_loads.name, kernel)
-    return replace(kernel, schedule=())
+    return kernel

@@ -13,11 +13,11 @@ expressions and strides (a transposed view packs as well as a contiguous one).
 from __future__ import annotations
 
 from .. import ir
-from ..arith import add, compare, i64, minimum, mul, roundup, sub
+from ..arith import add, compare, floordiv, i64, minimum, mul, roundup, sub
 from ..machine import MicroTile
 from ..types import I64
 from .contract_match import Contraction, uses
-from .nest import fresh_locals, substitute_expr
+from .nest import fresh_locals, substitute, substitute_expr
 
 
 def pack_b(c: Contraction, t: MicroTile, at: dict) -> list[ir.Stmt]:
@@ -56,9 +56,31 @@ def pack_b(c: Contraction, t: MicroTile, at: dict) -> list[ir.Stmt]:
                         "pack.B.strip", span=span)
         return [ir.For(p, i64(0), at["kc"], 1, (strips,), "pack.B", span=span)]
     edge = _copy_then_pad(p, j, ir.Var(width), t.nr, copy, pad, at["kc"], "pack.B", "n", span)
-    rows = ir.For(p, i64(0), at["kc"], 1, whole, "pack.B.k", span=span)
-    return [ir.For(js, i64(0), at["nc"], t.nr, (set_width, ir.If(is_whole, (rows,), (edge,), span)),
+    rows = _by_blocks_of_k(p, whole, at["kc"], t.lanes, span) if k_innermost(c) else \
+        [ir.For(p, i64(0), at["kc"], 1, whole, "pack.B.k", span=span)]
+    return [ir.For(js, i64(0), at["nc"], t.nr, (set_width, ir.If(is_whole, tuple(rows), (edge,), span)),
                    "pack.B", span=span)]
+
+
+def k_innermost(c: Contraction) -> bool:
+    """Whether B's innermost index is k itself (B stored by rows of K, as x @ W.T reads W)."""
+    last = c.b.indices[-1] if c.b.indices else None
+    return isinstance(last, ir.Var) and last.sym is c.k.var
+
+
+def _by_blocks_of_k(p: ir.Sym, whole: tuple[ir.Stmt, ...], kc: ir.Expr, lanes: int, span) -> list[ir.Stmt]:
+    """The whole strip's rows `whole` (over p in range(kc)) in blocks of `lanes`
+    values of k, each a loop of constant trip count around loads whose lanes
+    step along n: transpose_loads reads such a block as rows of B and transposes
+    it in registers, where each vector was a gather (512 x 3584 x 3584, a @ b.T,
+    Zen 4). The last kc % lanes rows are copied as before."""
+    block, i = ir.Sym("pb", I64, "loop"), ir.Sym("pi", I64, "loop")
+    inner = substitute(whole, {p: add(ir.Var(block), ir.Var(i))})
+    blocks_end = mul(floordiv(kc, i64(lanes)), i64(lanes))
+    blocked = ir.For(block, i64(0), blocks_end, lanes,
+                     (ir.For(i, i64(0), i64(lanes), 1, inner, "pack.B.t", span=span),), "pack.B.k", span=span)
+    rest = ir.For(p, blocks_end, kc, 1, whole, "pack.B.k", span=span)
+    return [blocked, rest]
 
 
 def pack_a(c: Contraction, t: MicroTile, at: dict) -> list[ir.Stmt]:

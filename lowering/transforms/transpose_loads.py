@@ -1,4 +1,4 @@
-"""Strided vector loads as transposes in registers (run after every schedule).
+"""Strided vector loads as transposes in registers (run after every schedule, the automatic one too).
 
 After `vectorize(j)`, a load whose lanes step along an outer axis of a tensor
 is a gather. When the loop around it moves along the tensor's contiguous

@@ -64,3 +64,16 @@ def test_micro_kernel_keeps_its_tile_in_registers(job, bmm_job, name):
         assert "vbroadcastss" in block
         fmas = re.findall(r"vfmadd231ps\t(\S+), (\S+), (\S+)", block)
         assert all(x.startswith("%ymm") and y.startswith("%ymm") for x, y, _ in fmas)
+
+
+def test_b_stored_by_rows_of_k_is_packed_by_transposes():
+    """x @ W.T reads W by rows of K: the automatic schedule packs each strip's
+    block of 8 k x 8 n as 8 row loads and an 8 x 8 transpose in registers
+    (vunpck*, vperm2f128), not element by element (vinsertps) or by gathers."""
+    nt = """
+def mm_nt(a: f32[M, K], w: f32[N, K], c: f32[M, N]):
+    c[m, n] = sum(a[m, k] * w[n, k])
+"""
+    asm = compile_source(Source("nt.tk", nt), CompileOptions(**HASWELL), stop_after="asm").asm
+    unit = "\n".join(b for b in _blocks(asm, "mm_nt__unit"))
+    assert unit.count("vunpcklps") >= 16 and unit.count("vperm2f128") >= 16
