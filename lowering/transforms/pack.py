@@ -51,8 +51,7 @@ def pack_b(c: Contraction, t: MicroTile, at: dict) -> list[ir.Stmt]:
     set_width = ir.Assign(width, minimum(i64(t.nr), sub(at["nc"], ir.Var(js))), span)
     last = uses(c.b.indices[-1]) if c.b.indices else set()
     if c.n.var in last and c.k.var not in last:
-        edge = (ir.For(j, i64(0), ir.Var(width), 1, (copy,), "pack.B.n", span=span),
-                *fresh_locals((ir.For(j, ir.Var(width), i64(t.nr), 1, (pad,), "pack.B.pad", span=span),)))
+        edge = _copy_and_pad(j, ir.Var(width), t.nr, copy, pad, "pack.B", "n", span)
         strips = ir.For(js, i64(0), at["nc"], t.nr, (set_width, ir.If(is_whole, whole, edge, span)),
                         "pack.B.strip", span=span)
         return [ir.For(p, i64(0), at["kc"], 1, (strips,), "pack.B", span=span)]
@@ -146,7 +145,13 @@ def _copy_then_pad(p: ir.Sym, x: ir.Sym, valid: ir.Expr, width: int, copy: ir.St
     """For a strip over the operand's edge: per k, copy the `valid` elements and
     zero the rest of the `width`. Its loops get variables of their own
     (`fresh_locals`): the same pieces also build the whole-strip copy."""
-    pad_loop = ir.For(x, valid, i64(width), 1, (pad,), f"{name}.pad", span=span)
-    inner = (ir.For(x, i64(0), valid, 1, (copy,), f"{name}.{axis}", span=span), *fresh_locals((pad_loop,)))
+    inner = _copy_and_pad(x, valid, width, copy, pad, name, axis, span)
     (edge,) = fresh_locals((ir.For(p, i64(0), kc, 1, inner, f"{name}.k", span=span),))
     return edge
+
+
+def _copy_and_pad(x: ir.Sym, valid: ir.Expr, width: int, copy: ir.Stmt, pad: ir.Stmt, name: str, axis: str,
+                  span) -> tuple[ir.Stmt, ...]:
+    """One row of an edge strip: copy the `valid` elements, zero the rest of the `width`."""
+    pad_loop = ir.For(x, valid, i64(width), 1, (pad,), f"{name}.pad", span=span)
+    return (ir.For(x, i64(0), valid, 1, (copy,), f"{name}.{axis}", span=span), *fresh_locals((pad_loop,)))
