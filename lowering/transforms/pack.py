@@ -56,13 +56,13 @@ def pack_b(c: Contraction, t: MicroTile, at: dict) -> list[ir.Stmt]:
                         "pack.B.strip", span=span)
         return [ir.For(p, i64(0), at["kc"], 1, (strips,), "pack.B", span=span)]
     edge = _copy_then_pad(p, j, ir.Var(width), t.nr, copy, pad, at["kc"], "pack.B", "n", span)
-    rows = _by_blocks_of_k(p, whole, at["kc"], t.lanes, span) if _k_innermost(c) else \
+    rows = _by_blocks_of_k(p, whole, at["kc"], t.lanes, span) if k_innermost(c) else \
         [ir.For(p, i64(0), at["kc"], 1, whole, "pack.B.k", span=span)]
     return [ir.For(js, i64(0), at["nc"], t.nr, (set_width, ir.If(is_whole, tuple(rows), (edge,), span)),
                    "pack.B", span=span)]
 
 
-def _k_innermost(c: Contraction) -> bool:
+def k_innermost(c: Contraction) -> bool:
     """Whether B's innermost index is k itself (B stored by rows of K, as x @ W.T reads W)."""
     last = c.b.indices[-1] if c.b.indices else None
     return isinstance(last, ir.Var) and last.sym is c.k.var
