@@ -108,6 +108,21 @@ def test_overlapping_out_reads_inputs_first():
     want = x[1:] + x[:-1]
     dsl.ops.add(x[1:], x[:-1], out=x[1:])
     np.testing.assert_array_equal(x[1:], want)
+    # Contiguous operands of one shape, one element apart: long enough that
+    # an in-place kernel would read elements it had already written.
+    y = np.arange(1000, dtype=np.float32)
+    dsl.ops.mul(y[:-1], 2.0, out=y[1:])
+    np.testing.assert_array_equal(y[1:], 2 * np.arange(999, dtype=np.float32))
+    dsl.ops.neg(y[:-1], out=y[1:])
+    np.testing.assert_array_equal(y[1:], -np.concatenate(([0], 2 * np.arange(998))))
+
+
+def test_out_is_the_input_through_another_view():
+    x = rand(8, 128)
+    want = np.exp(x.astype(np.float64)).astype(np.float32)
+    y = x.copy()
+    dsl.ops.exp(y, out=y.reshape(8, 128)[:])  # the same memory, element for element
+    np.testing.assert_allclose(y, want, rtol=3e-7)
 
 
 def test_gelu_rejects_unknown_approximation():
