@@ -19,6 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import _layout as L
+from .call_plans import record, replay
 from .fusion import fused
 from .library import stdlib_library
 from .norm import layer_norm, log_softmax, rms_norm, softmax
@@ -32,6 +33,8 @@ __all__ = [*_BINARY, *_UNARY, "gelu", "sum", "mean", "max", "min", "argmax", "so
 
 
 _kernels: dict[str, object] = {}  # name -> kernel: a library's getattr costs ~0.5 us
+_plans: dict = {}  # (op, shapes of x and y, out is x, out is y) -> (result shape, recorded calls): _broadcast
+_MAX_PLANS = 256
 
 
 def _lib():
@@ -53,14 +56,54 @@ def _run(op: str, kernel: str, inputs: list[np.ndarray], out: np.ndarray, scalar
         fn = _kernel(f"{kernel}_1" if scalar is None else f"{kernel}_s1")
         fn(*flat) if scalar is None else fn(flat[0], scalar, flat[1])
         return out
+    _general(_lib(), kernel, inputs, out, scalar)
+    return out
+
+
+def _general(lib, kernel: str, inputs: list[np.ndarray], out: np.ndarray, scalar=None) -> None:
+    """Any layout: inputs broadcast to `out`, axes merged, rank-1 or rank-3
+    calls of `lib`'s kernels (or of a recorder's: see `_broadcast`)."""
     inputs = L.broadcast_inputs(inputs, out)
     rank, calls = L.rank_views(out.shape, [*inputs, out])
-    fn = getattr(_lib(), f"{kernel}_{rank}" if scalar is None else f"{kernel}_s{rank}")
+    fn = getattr(lib, f"{kernel}_{rank}" if scalar is None else f"{kernel}_s{rank}")
     for views in calls:
         if scalar is None:
             fn(*views)
         else:
             fn(views[0], scalar, views[1])
+
+
+def _broadcast(op: str, a, b, out) -> np.ndarray | None:
+    """a op b for C-contiguous float32 arrays of different shapes (a bias
+    added to every row): the kernel calls of the first call with these
+    shapes, recorded and replayed on the new operands (call_plans.py), where
+    broadcasting and merging axes again took ~20 us. None when the operands
+    or `out` are anything else, or overlap."""
+    if not (type(a) is np.ndarray and type(b) is np.ndarray and a.dtype is L.F32 and b.dtype is L.F32
+            and a.flags.c_contiguous and b.flags.c_contiguous):
+        return None
+    if out is not None:
+        if not (type(out) is np.ndarray and out.dtype is L.F32 and out.flags.c_contiguous and out.flags.writeable):
+            return None
+        if any(x is not out and np.may_share_memory(x, out) for x in (a, b)):
+            return None
+    # `out` being an input is part of the layout: its views were recorded as that input's.
+    key = (op, a.shape, b.shape, out is a, out is b)
+    found = _plans.get(key)
+    if found is None:
+        shape = L.broadcast_shape(op, {"x": a, "y": b})
+        target = L.output(op, out, shape)
+        calls = record(lambda lib: _general(lib, op, [a, b], target), (a, b, target)) if target.size else []
+        found = (shape, calls)
+        if len(_plans) >= _MAX_PLANS:
+            _plans.clear()
+        _plans[key] = found
+    shape, plan = found
+    if out is None:
+        out = np.empty(shape, L.F32)
+    elif out.shape != shape:
+        return None
+    replay(_lib(), plan, (a, b, out))
     return out
 
 
@@ -98,6 +141,8 @@ def _binary(op: str, x, y, out) -> np.ndarray:
         return result
     if (result := _same_layout((x, y), out)) is not None:
         _kernel(f"{op}_1")(x.ravel(), y.ravel(), result.ravel())
+        return result
+    if (result := _broadcast(op, x, y, out)) is not None:
         return result
     if L.is_scalar(y) and not L.is_scalar(x):
         a = L.as_f32_array(op, "x", x)

@@ -26,8 +26,18 @@ _SPLIT_MIN = 1 << 18  # a single long row is cut into pieces that run in paralle
 _PIECES = 64
 
 
+_kernels: dict[str, object] = {}  # name -> kernel: a library's getattr costs ~0.5 us
+
+
 def _lib():
     return stdlib_library("reduce")
+
+
+def _kernel(name: str):
+    found = _kernels.get(name)
+    if found is None:
+        found = _kernels[name] = getattr(_lib(), name)  # keeps its library loaded
+    return found
 
 
 def normalize_axes(op: str, axis, ndim: int) -> tuple[int, ...]:
@@ -94,7 +104,30 @@ def _into(op: str, out, result_shape, dtype) -> tuple[np.ndarray, np.ndarray | N
     return np.empty(result_shape, dtype), out
 
 
+def _trailing(op: str, x, axis, keepdims: bool, out):
+    """The common call without the general path's checks (4 us for a sum of
+    16 floats, 1.3 with them skipped): a C-contiguous, non-empty float32
+    array reduced over everything or its last axis, into a new result. None
+    for anything else."""
+    if out is not None or keepdims or type(x) is not np.ndarray or x.dtype is not L.F32 or not x.size:
+        return None
+    if axis is None:
+        shape, rows = (), 1
+    elif type(axis) is int and x.ndim and (axis == -1 or axis == x.ndim - 1):
+        shape, rows = x.shape[:-1], x.size // x.shape[-1]
+    else:
+        return None
+    if not x.flags.c_contiguous:
+        return None
+    result = np.empty(shape, np.int64 if op == "argmax" else L.F32)
+    _call(op, "last", x.reshape(rows, x.size // rows), result.reshape(rows))
+    return result if shape else result[()]
+
+
 def _reduce(op: str, x, axis, keepdims: bool, out):
+    found = _trailing(op, x, axis, keepdims, out)
+    if found is not None:
+        return found
     a = L.as_f32_array(op, "x", x)
     axes = normalize_axes(op, axis, a.ndim)
     shape = _result_shape(a.shape, axes, keepdims)
@@ -113,21 +146,24 @@ def _reduce(op: str, x, axis, keepdims: bool, out):
 
 
 def _call(op: str, kind: str, view: np.ndarray, flat: np.ndarray) -> None:
+    if kind == "last" and op != "argmax":
+        _along_rows(_kernel(f"{op}_last"), view, flat)
+        return
     lib = _lib()
     if op == "argmax":
         if kind == "mid":
             lib.argmax_mid(view, np.empty(flat.shape, np.float32), flat)
         else:
             lib.argmax_last(view, flat)
-        return
-    if kind == "mid" and op == "sum":
+    elif op == "sum":  # kind "mid"
         lib.sum_mid(view, np.empty(flat.shape[1], np.float64), flat)
-        return
-    if kind == "mid":
+    else:
         getattr(lib, f"{op}_mid")(view, flat)
-        return
+
+
+def _along_rows(kernel, view: np.ndarray, flat: np.ndarray) -> None:
+    """flat[o] = the reduction of view[o, :] by `kernel` (a `_last` one)."""
     O, R = view.shape
-    kernel = getattr(lib, f"{op}_last")
     if O == 1 and R >= _SPLIT_MIN and view.strides[1] == 4:
         # One long row: equal pieces on all threads (and the rest), then
         # their results combined.

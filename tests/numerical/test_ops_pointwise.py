@@ -169,3 +169,26 @@ def test_fused_chains_are_kernels_importing_the_math(tmp_path):
     np.testing.assert_allclose(out, dsl.ops.mul(dsl.ops.silu(gate), up), rtol=1e-6, atol=1e-30)
     lib.gelu_bias(gate, bias, out)
     np.testing.assert_allclose(out, dsl.ops.gelu(gate + bias, approximate="tanh"), rtol=1e-6, atol=1e-30)
+
+
+def test_broadcasts_replay_their_first_calls_on_new_operands():
+    """A second call with the same shapes replays the kernel calls recorded
+    at the first, on the new arrays; an `out` that overlaps an input it is
+    not takes the general path, which reads the input first."""
+    for _ in range(2):
+        x, b = rand(5, 3, 40), rand(3, 40)
+        np.testing.assert_array_equal(dsl.ops.add(x, b), x + b)
+        out = np.empty((5, 3, 40), np.float32)
+        assert dsl.ops.sub(b, x, out=out) is out
+        np.testing.assert_array_equal(out, b - x)
+    for _ in range(2):  # in place: recorded as such, and not replayed for a separate `out`
+        x, b, out = rand(4, 64), rand(64), np.empty((4, 64), np.float32)
+        want = x + b
+        assert dsl.ops.add(x, b, out=x) is x
+        np.testing.assert_array_equal(x, want)
+        dsl.ops.add(want, b, out=out)
+        np.testing.assert_array_equal(out, want + b)
+    x = rand(4, 64)
+    want = x + x[0]
+    dsl.ops.add(x, x[0], out=x)
+    np.testing.assert_array_equal(x, want)
