@@ -24,8 +24,42 @@ from .reduce import normalize_axes
 __all__ = ["softmax", "log_softmax", "layer_norm", "rms_norm"]
 
 
+_kernels: dict[str, object] = {}  # name -> kernel: a library's getattr costs ~0.5 us
+
+
 def _lib():
     return stdlib_library("norm")
+
+
+def _kernel(name: str):
+    found = _kernels.get(name)
+    if found is None:
+        found = _kernels[name] = getattr(_lib(), name)  # keeps its library loaded
+    return found
+
+
+def _last_rows(x, axis, out):
+    """(rows of x, rows of the result, the result) for the common call: x a
+    C-contiguous, non-empty float32 array normalized along its last axis,
+    `out` absent or another such array apart from x; None for anything else,
+    which the general path (~3-4 us more a call) checks and handles."""
+    if axis != -1 or type(axis) is not int or type(x) is not np.ndarray or x.dtype is not L.F32 or not x.size:
+        return None
+    shape = x.shape
+    if not shape or not x.flags.c_contiguous:
+        return None
+    if out is None:
+        out = np.empty(shape, L.F32)
+    elif (type(out) is not np.ndarray or out.dtype is not L.F32 or out.shape != shape
+          or not (out.flags.c_contiguous and out.flags.writeable) or np.may_share_memory(x, out)):
+        return None
+    C = shape[-1]
+    return x.reshape(-1, C), out.reshape(-1, C), out
+
+
+def _vector(value, C: int) -> bool:
+    """Whether a weight or bias is a float32 array of shape (C,) as it is."""
+    return type(value) is np.ndarray and value.dtype is L.F32 and value.shape == (C,)
 
 
 def _rows(a: np.ndarray, axis: int) -> np.ndarray | None:
@@ -98,17 +132,31 @@ def _eps(op: str, eps) -> float:
 def softmax(x, axis: int = -1, out=None):
     """exp(x) / sum(exp(x)) along `axis`, the maximum subtracted first (no
     overflow at +-1e4): `dsl.ops.softmax(logits, axis=-1)`."""
+    if (rows := _last_rows(x, axis, out)) is not None:
+        _kernel("softmax_rows")(rows[0], rows[1])
+        return rows[2]
     return _rowwise("softmax", x, axis, out, lambda i, o: _lib().softmax_rows(i, o))
 
 
 def log_softmax(x, axis: int = -1, out=None):
     """x - logsumexp(x) along `axis`, computed stably."""
+    if (rows := _last_rows(x, axis, out)) is not None:
+        _kernel("log_softmax_rows")(rows[0], rows[1])
+        return rows[2]
     return _rowwise("log_softmax", x, axis, out, lambda i, o: _lib().log_softmax_rows(i, o))
 
 
 def layer_norm(x, weight=None, bias=None, eps: float = 1e-5, axis: int = -1, out=None):
     """(x - mean) / sqrt(var + eps) * weight + bias along `axis` (biased
     variance, as torch): `dsl.ops.layer_norm(h, weight=g, bias=b)`."""
+    if type(eps) is float and eps >= 0 and (rows := _last_rows(x, axis, out)) is not None:
+        C = rows[0].shape[1]
+        if weight is None and bias is None:
+            _kernel("layer_norm_plain_rows")(rows[0], eps, rows[1])
+            return rows[2]
+        if _vector(weight, C) and _vector(bias, C):
+            _kernel("layer_norm_rows")(rows[0], weight, bias, eps, rows[1])
+            return rows[2]
     a = L.as_f32_array("layer_norm", "x", x)
     C = _axis_length("layer_norm", a, axis)
     w, b, e = _param("layer_norm", "weight", weight, C), _param("layer_norm", "bias", bias, C), _eps("layer_norm", eps)
@@ -121,6 +169,13 @@ def layer_norm(x, weight=None, bias=None, eps: float = 1e-5, axis: int = -1, out
 
 def rms_norm(x, weight=None, eps: float = 1e-6, axis: int = -1, out=None):
     """x / sqrt(mean(x**2) + eps) * weight along `axis` (as torch's RMSNorm)."""
+    if type(eps) is float and eps >= 0 and (rows := _last_rows(x, axis, out)) is not None:
+        if weight is None:
+            _kernel("rms_norm_plain_rows")(rows[0], eps, rows[1])
+            return rows[2]
+        if _vector(weight, rows[0].shape[1]):
+            _kernel("rms_norm_rows")(rows[0], weight, eps, rows[1])
+            return rows[2]
     a = L.as_f32_array("rms_norm", "x", x)
     C = _axis_length("rms_norm", a, axis)
     w, e = _param("rms_norm", "weight", weight, C), _eps("rms_norm", eps)

@@ -185,6 +185,10 @@ def sum(x, axis=None, keepdims: bool = False, out=None):
 
 def mean(x, axis=None, keepdims: bool = False, out=None):
     """Mean over `axis` (nan over an empty axis, as numpy)."""
+    total = _trailing("sum", x, axis, keepdims, out)
+    if total is not None:  # a non-empty sum: no 0 / 0 to silence
+        count = np.float32(x.size if axis is None else x.shape[-1])
+        return np.divide(total, count, out=total) if isinstance(total, np.ndarray) else total / count
     a = L.as_f32_array("mean", "x", x)
     axes = normalize_axes("mean", axis, a.ndim)
     total = _reduce("sum", a, axis, keepdims, out)

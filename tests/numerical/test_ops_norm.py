@@ -108,6 +108,16 @@ def test_out_in_place_and_empty():
     assert dsl.ops.layer_norm(np.zeros((0, 5), np.float32)).shape == (0, 5)
 
 
+@pytest.mark.parametrize("op", ["softmax", "rms_norm"])
+def test_out_overlapping_x_by_a_row(op):
+    """Contiguous rows, out one row on from x: each row is read before the
+    one above it is written (numpy's rule), as for any overlap."""
+    x = X.copy().reshape(-1, 66)
+    want = getattr(dsl.ops, op)(x[:-1].copy())
+    getattr(dsl.ops, op)(x[:-1], out=x[1:])
+    np.testing.assert_array_equal(x[1:], want)
+
+
 @pytest.mark.parametrize("call, error, message", [
     (lambda: dsl.ops.softmax(np.float32(1)), ValueError, "dsl.ops.softmax: needs an array"),
     (lambda: dsl.ops.softmax(X, axis=3), ValueError, "dsl.ops.softmax: axis 3 is out of range"),
