@@ -153,3 +153,24 @@ def test_errors(call, error, text):
 def test_ellipsis(spec, shapes):
     operands = [rand(s, seed=i) for i, s in enumerate(shapes)]
     check(dsl.ops.contract(spec, *operands), spec, *operands)
+
+
+def test_a_layout_seen_before_replays_its_kernel():
+    """A second call with the spec, operand layouts and options of an earlier
+    one skips the checks and planning and runs the kernel found then, on the
+    new arrays: transposed and rank-0 operands, a fused last touch, and the
+    dtype kept apart where the strides coincide (all 0 in a broadcast view)."""
+    for dtype in (np.float32, np.float64):
+        for seed in range(2):
+            a = rand((5, 6), dtype, seed)
+            b = rand((7, 6), dtype, seed).T
+            s = np.array(1.5 + seed, dtype)
+            got = dsl.ops.contract("ik,kj,->ji", a, b, s, last_touch="relu")
+            assert got.dtype == dtype
+            want = np.maximum(np.einsum("ik,kj,->ji", *[x.astype(np.float64) for x in (a, b, s)]), 0)
+            np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+            x = np.broadcast_to(np.array(1.0 + seed, dtype), (3, 4))
+            y = np.broadcast_to(np.array(-2.0, dtype), (4, 2))
+            got = dsl.ops.contract("ij,jk->ik", x, y)
+            assert got.dtype == dtype
+            check(got, "ij,jk->ik", x, y)
