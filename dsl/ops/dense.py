@@ -186,6 +186,15 @@ def matvec(a, x, *, out=None) -> np.ndarray:
     >>> dsl.ops.matvec(np.ones((3, 4), np.float32), np.ones(4, np.float32))
     array([4., 4., 4.], dtype=float32)
     """
+    if out is None and type(a) is np.ndarray and type(x) is np.ndarray and a.ndim == 2 and x.ndim == 1:
+        dtype = a.dtype
+        if x.dtype is dtype and (dtype is _F32 or dtype is _F64) and a.shape[1] == x.shape[0] and a.size:
+            y = np.empty(a.shape[0], dtype)
+            try:  # the kernel refuses what the general path must handle (unaligned memory)
+                _matvec(_kernels(), "f32" if dtype is _F32 else "f64", a, x, y)
+                return y
+            except ValueError:
+                pass
     a, x = as_array("matvec", "a", a), as_array("matvec", "x", x)
     dtype = check_float_dtype("matvec", a, x)
     if a.ndim != 2 or x.ndim != 1:

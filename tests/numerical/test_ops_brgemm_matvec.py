@@ -25,16 +25,24 @@ RTOL = {np.float32: 1e-6, np.float64: 1e-14}
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("size", [(0, 3), (3, 0), (1, 1), (2, 5), (4, 9), (7, 13), (17, 1), (1, 33), (255, 257), (1030, 70),
                                   (70, 1030)])
-@pytest.mark.parametrize("layout", ["rows", "columns", "strided"])
+@pytest.mark.parametrize("layout", ["rows", "columns", "strided", "unaligned"])
 def test_matvec(size, dtype, layout):
     m, k = size
     a = {"rows": rand((m, k), dtype), "columns": rand((k, m), dtype).T,
-         "strided": rand((2 * m, 3 * k), dtype)[::2, ::3]}[layout]
+         "strided": rand((2 * m, 3 * k), dtype)[::2, ::3], "unaligned": _unaligned(rand((m, k), dtype))}[layout]
     x = rand((k,), dtype, 1)
     got = dsl.ops.matvec(a, x)
     want = a.astype(np.float64) @ x.astype(np.float64)
     assert got.shape == (m,) and got.dtype == dtype
     assert np.all(np.abs(got - want) <= bound(a, x, RTOL[dtype]))
+
+
+def _unaligned(a: np.ndarray) -> np.ndarray:
+    """A copy of `a` whose data starts one byte past an element boundary."""
+    raw = np.empty(a.nbytes + 1, np.uint8)
+    b = raw[1:].view(a.dtype).reshape(a.shape)
+    b[...] = a
+    return b
 
 
 def test_matvec_threads_and_out():
