@@ -1,11 +1,14 @@
-"""Compile time (cold and cached) and Python call overhead of `@dsl.kernel`.
+"""Compile time (cold and cached) and Python call overhead of `@dsl.kernel`
+and of `dsl.ops`.
 
     python benchmarks/overhead.py
 
 Cold: a fresh cache directory, so the kernel goes through the whole pipeline
 (parse, check, lower, LLVM -O3, link). Cached (disk): a new process-level state
 finds the `.so` in the cache. Call overhead: a saxpy on 1-element arrays,
-median of many calls, next to a plain numpy `np.add(x, y, out=out)`.
+median of many calls, next to a plain numpy `np.add(x, y, out=out)`. dsl.ops
+on tiny arrays (4 x 16, 16 x 16): the time of a whole call, next to numpy and
+torch (when installed) doing the same, 1 thread each.
 """
 
 from __future__ import annotations
@@ -81,10 +84,57 @@ def call_overhead(folder: Path, n_calls: int = 20000) -> tuple[float, float]:
     return statistics.median(samples), statistics.median(numpy_samples)
 
 
+def ops_calls(repeats: int = REPEATS) -> list[list[str]]:
+    """Microseconds per dsl.ops call on tiny arrays, where the call's own
+    Python (checks, dispatch) is most of the time, next to the same op in
+    numpy and torch (1 thread each), sampled in turn."""
+    import dsl
+    from common import interleaved
+
+    try:
+        import torch
+        import torch.nn.functional as F
+        torch.set_num_threads(1)
+    except ImportError:
+        torch = None
+    dsl.set_num_threads(1)
+    rng = np.random.default_rng(0)
+    x, y, o = (rng.standard_normal((4, 16)).astype(np.float32) for _ in range(3))
+    a, c = rng.standard_normal((16, 16)).astype(np.float32), np.empty((16, 16), np.float32)
+    v, w = rng.standard_normal(16).astype(np.float32), np.ones(16, np.float32)
+    t = {k: torch.from_numpy(val) for k, val in dict(x=x, y=y, o=o, a=a, c=c, v=v, w=w).items()} if torch else {}
+    cases = [
+        ("add (4,16) + (4,16), out=", lambda: dsl.ops.add(x, y, out=o), lambda: np.add(x, y, out=o),
+         lambda: torch.add(t["x"], t["y"], out=t["o"])),
+        ("add (4,16) + (16,), out=", lambda: dsl.ops.add(x, v, out=o), lambda: np.add(x, v, out=o),
+         lambda: torch.add(t["x"], t["v"], out=t["o"])),
+        ("exp (4,16), out=", lambda: dsl.ops.exp(x, out=o), lambda: np.exp(x, out=o),
+         lambda: torch.exp(t["x"], out=t["o"])),
+        ("sum (4,16)", lambda: dsl.ops.sum(x), lambda: np.sum(x), lambda: torch.sum(t["x"])),
+        ("softmax (4,16), last axis", lambda: dsl.ops.softmax(x), None, lambda: torch.softmax(t["x"], -1)),
+        ("layer_norm (4,16)", lambda: dsl.ops.layer_norm(x, w, v), None,
+         lambda: F.layer_norm(t["x"], (16,), t["w"], t["v"])),
+        ("matmul 16x16 @ 16x16, out=", lambda: dsl.ops.matmul(a, a, out=c), lambda: np.matmul(a, a, out=c),
+         lambda: torch.matmul(t["a"], t["a"], out=t["c"])),
+        ("matmul 16x16 @ (16x16).T, out=", lambda: dsl.ops.matmul(a, a.T, out=c), lambda: np.matmul(a, a.T, out=c),
+         lambda: torch.matmul(t["a"], t["a"].T, out=t["c"])),
+        ("matvec 16x16", lambda: dsl.ops.matvec(a, v), lambda: np.matmul(a, v), lambda: torch.mv(t["a"], t["v"])),
+        ("contract ik,kj->ij 16x16", lambda: dsl.ops.contract("ik,kj->ij", a, a),
+         lambda: np.einsum("ik,kj->ij", a, a), lambda: torch.einsum("ik,kj->ij", t["a"], t["a"])),
+    ]
+    rows = []
+    for name, ours, numpy_fn, torch_fn in cases:
+        fns = {"dslc": ours, **({"numpy": numpy_fn} if numpy_fn else {}), **({"torch": torch_fn} if torch else {})}
+        times = interleaved(fns, repeats, min_time=0.02)
+        rows.append([name, *(f"{times[k] * 1e6:.2f}" if k in times else "-" for k in ("dslc", "numpy", "torch"))])
+    return rows
+
+
 def main() -> int:
     import argparse
 
     import results
+    from common import table
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     results.add_json_option(parser)
@@ -104,6 +154,11 @@ def main() -> int:
         ["compile, cached on disk (s)", f"{statistics.median(cached):.4f}", f"{min(cached):.4f}", f"{max(cached):.4f}"],
         ["call overhead, saxpy N=1 (us)", f"{per_call * 1e6:.2f}", "", ""],
         ["numpy np.add N=1, for scale (us)", f"{numpy_call * 1e6:.2f}", "", ""]])
+    rows = ops_calls()
+    header = ["call", "dslc us", "numpy us", "torch us"]
+    print()
+    print(table(header, rows))
+    rec.table("ops_calls", "dsl.ops calls on tiny arrays, microseconds per call (1 thread)", header, rows)
     return 0
 
 
