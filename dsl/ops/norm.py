@@ -12,30 +12,26 @@ axes do not merge into one row index, the rows are copied first.
 
 from __future__ import annotations
 
+import functools
 import math
 import numbers
 
 import numpy as np
 
 from . import _layout as L
-from .library import stdlib_library
+from .library import stdlib_kernel, stdlib_library
 from .reduce import normalize_axes
 
 __all__ = ["softmax", "log_softmax", "layer_norm", "rms_norm"]
 
 
-_kernels: dict[str, object] = {}  # name -> kernel: a library's getattr costs ~0.5 us
 
 
 def _lib():
     return stdlib_library("norm")
 
 
-def _kernel(name: str):
-    found = _kernels.get(name)
-    if found is None:
-        found = _kernels[name] = getattr(_lib(), name)  # keeps its library loaded
-    return found
+_kernel = functools.partial(stdlib_kernel, "norm")
 
 
 def _last_rows(x, axis, out):

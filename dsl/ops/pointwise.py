@@ -16,12 +16,14 @@ re-exported here.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from . import _layout as L
 from .call_plans import record, replay
 from .fusion import fused
-from .library import stdlib_library
+from .library import stdlib_kernel, stdlib_library
 from .norm import layer_norm, log_softmax, rms_norm, softmax
 from .reduce import argmax, max, mean, min, sum
 
@@ -32,7 +34,6 @@ __all__ = [*_BINARY, *_UNARY, "gelu", "sum", "mean", "max", "min", "argmax", "so
            "layer_norm", "rms_norm", "fused"]
 
 
-_kernels: dict[str, object] = {}  # name -> kernel: a library's getattr costs ~0.5 us
 _plans: dict = {}  # (op, shapes of x and y, out is x, out is y) -> (result shape, recorded calls): _broadcast
 _MAX_PLANS = 256
 
@@ -41,11 +42,7 @@ def _lib():
     return stdlib_library("pointwise")
 
 
-def _kernel(name: str):
-    found = _kernels.get(name)
-    if found is None:
-        found = _kernels[name] = getattr(_lib(), name)  # keeps its library loaded
-    return found
+_kernel = functools.partial(stdlib_kernel, "pointwise")
 
 
 def _run(op: str, kernel: str, inputs: list[np.ndarray], out: np.ndarray, scalar=None) -> np.ndarray:

@@ -13,12 +13,13 @@ the `_mid` kernels add whole rows at a time. Other layouts are copied first.
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
 
 from . import _layout as L
-from .library import stdlib_library
+from .library import stdlib_kernel, stdlib_library
 
 __all__ = ["sum", "mean", "max", "min", "argmax"]
 
@@ -26,18 +27,13 @@ _SPLIT_MIN = 1 << 18  # a single long row is cut into pieces that run in paralle
 _PIECES = 64
 
 
-_kernels: dict[str, object] = {}  # name -> kernel: a library's getattr costs ~0.5 us
 
 
 def _lib():
     return stdlib_library("reduce")
 
 
-def _kernel(name: str):
-    found = _kernels.get(name)
-    if found is None:
-        found = _kernels[name] = getattr(_lib(), name)  # keeps its library loaded
-    return found
+_kernel = functools.partial(stdlib_kernel, "reduce")
 
 
 def normalize_axes(op: str, axis, ndim: int) -> tuple[int, ...]:
