@@ -177,3 +177,24 @@ def test_transposed_operands_take_their_layout_kernel(size, layout, monkeypatch)
     batched = np.broadcast_to(a, (3, m, k))
     close(dsl.ops.matmul(batched, b), batched, b)
     assert len(called) == 2 or (m <= 1 or k <= 1 or n <= 1)
+
+
+@pytest.mark.parametrize("shapes", [((1, 300), (300, 40)), ((1, 300), (40, 300)), ((40, 300), (300, 1))])
+def test_one_row_or_column_is_a_matrix_vector_product(shapes, monkeypatch):
+    """A single row of a (or column of b) takes the matrix-vector kernels:
+    a GEMM would pack the whole matrix to use it once. b given transposed
+    (x @ W.T, one token through a Linear layer) reads W by rows."""
+    from dsl.ops import dense
+
+    (m, k), (p, q) = shapes
+    a = rand((m, k))
+    b = rand((p, q), seed=1) if p == k else rand((p, q), seed=1).T
+    called = []
+    lib = dense._kernels()
+    monkeypatch.setattr(dense, "_kernels", lambda: type("L", (), {
+        "__getattr__": lambda _, name: (called.append(name), getattr(lib, name))[1]})())
+    close(dsl.ops.matmul(a, b), a, b)
+    assert called and all(name.startswith("matvec_") for name in called), called
+    out = np.empty((m, b.shape[1]), np.float32)
+    dsl.ops.matmul(a, b, out=out)
+    close(out, a, b)
