@@ -28,8 +28,10 @@ from common import build, interleaved, machine, settle_for, table
 GEMM = [(64, 64, 64), (256, 256, 256), (512, 512, 512), (1024, 1024, 1024), (2048, 2048, 2048),
         (512, 3584, 3584), (17, 17, 17), (77, 77, 77), (129, 129, 129), (1000, 1000, 1000)]
 QUICK_GEMM = [(64, 64, 64), (512, 512, 512), (77, 77, 77)]
-# Transposed operands as views (x @ w.T is how a Linear layer multiplies).
-TRANSPOSED = [(512, 512, 512, "a @ b.T"), (512, 512, 512, "a.T @ b"), (512, 3584, 3584, "a @ b.T")]
+# Transposed operands as views (x @ w.T is how a Linear layer multiplies:
+# the small ones are a few tokens through a 256-wide layer, and one).
+TRANSPOSED = [(512, 512, 512, "a @ b.T"), (512, 512, 512, "a.T @ b"), (512, 3584, 3584, "a @ b.T"),
+              (64, 64, 64, "a @ b.T"), (16, 256, 256, "a @ b.T"), (1, 256, 256, "a @ b.T")]
 SEED = "acdf,bcef->abde"
 
 
