@@ -112,7 +112,7 @@ def _plain_2d(a, b, out) -> np.ndarray | None:
         return None
     lib = _kernels()
     try:
-        if _as_matvec(lib, a, b, c):
+        if (a.shape[0] == 1 or b.shape[1] == 1) and _as_matvec(lib, a, b, c):
             return c
         if a_rows and b_rows:
             (lib.matmul_batch_f32 if dtype is _F32 else lib.matmul_batch_f64)(a[None], b[None], c[None])
