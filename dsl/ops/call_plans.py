@@ -51,6 +51,16 @@ def record(run: Callable[[object], None], operands: tuple[np.ndarray, ...]) -> P
     return recorder.calls
 
 
+MAX_REMEMBERED = 256  # layouts per cache: beyond, a cache starts again (a program uses a few)
+
+
+def remember(cache: dict, key, value) -> None:
+    """cache[key] = value, in a cache of at most MAX_REMEMBERED entries."""
+    if len(cache) >= MAX_REMEMBERED:
+        cache.clear()
+    cache[key] = value
+
+
 def replay(lib, plan: Plan, operands: tuple[np.ndarray, ...]) -> None:
     """Make the recorded calls on the same views of new `operands` (C-contiguous,
     of the recorded shapes and dtypes)."""

@@ -92,9 +92,9 @@ _DOT_ROWS = 8
 
 def _plain_2d(a, b, out) -> np.ndarray | None:
     """The common call in as few steps as possible: two matrices of one native
-    float dtype, each stored by rows (or, for float32, by columns: a
-    transposed view, as `x @ w.T` passes a Linear layer's weights), `out`
-    absent or a matrix of theirs. None when anything else is asked, for the
+    float dtype (any layout: `_matmul` picks the kernel for it, as for the
+    general path), `out` absent or a matrix of theirs. None when anything else
+    is asked, for the
     general path (~8 us) to handle; also when the kernel refuses the arguments
     (sizes that disagree, memory not aligned to the element, an `out` that
     overlaps an operand or is read-only: its entry checks all that before it
@@ -106,32 +106,14 @@ def _plain_2d(a, b, out) -> np.ndarray | None:
     dtype = a.dtype
     if b.dtype is not dtype or (dtype is not _F32 and dtype is not _F64):
         return None
-    size = dtype.itemsize
-    a_rows = a.strides[1] == size or a.shape[1] <= 1
-    b_rows = b.strides[1] == size or b.shape[1] <= 1
     if out is None:
         c = np.empty((a.shape[0], b.shape[1]), dtype)
     elif type(out) is np.ndarray and out.dtype is dtype and out.ndim == 2:
         c = out
     else:
         return None
-    lib = _kernels()
     try:
-        if (a.shape[0] == 1 or b.shape[1] == 1) and _as_matvec(lib, a, b, c):
-            return c
-        if a_rows and b_rows:
-            (lib.matmul_batch_f32 if dtype is _F32 else lib.matmul_batch_f64)(a[None], b[None], c[None])
-            return c
-        # Transposed views take the kernels written for their layout (see _matmul).
-        a_cols = not a_rows and (a.strides[0] == size or a.shape[0] <= 1)
-        b_cols = not b_rows and (b.strides[0] == size or b.shape[0] <= 1)
-        if dtype is not _F32 or not (a_rows or a_cols) or not (b_rows or b_cols) or not _rows_contiguous(c):
-            return None
-        if a_rows and b_cols and a.shape[0] <= _DOT_ROWS:
-            lib.matmul_nt_rows_f32(a, b.T, c)
-            return c
-        kernel = getattr(lib, f"matmul_{'t' if a_cols else 'n'}{'t' if b_cols else 'n'}_f32")
-        kernel((a.T if a_cols else a)[None], (b.T if b_cols else b)[None], c[None])
+        _matmul(_kernels(), "f32" if dtype is _F32 else "f64", a[None], b[None], c[None])
     except ValueError:
         return None
     return c
@@ -172,7 +154,7 @@ def _matmul(lib, t: str, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> None:
     contiguous, as `x @ w.T` passes a Linear layer's weights) goes to the
     kernel written for that layout, where every inner stride is 1: the
     general-stride version of the plain kernel is 20-40% slower."""
-    if a.shape[0] == 1 and _as_matvec(lib, a[0], b[0], c[0]):
+    if a.shape[0] == 1 and (a.shape[1] == 1 or b.shape[2] == 1) and _as_matvec(lib, t, a[0], b[0], c[0]):
         return
     if (t == "f32" and a.shape[0] == 1 and a.shape[1] <= _DOT_ROWS and _rows_contiguous(a)
             and _columns_contiguous(b) and _rows_contiguous(c)):
@@ -187,11 +169,10 @@ def _matmul(lib, t: str, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> None:
     (lib.matmul_batch_f32 if t == "f32" else lib.matmul_batch_f64)(a, b, c)
 
 
-def _as_matvec(lib, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> bool:
+def _as_matvec(lib, t: str, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> bool:
     """c = a @ b as a matrix-vector product when a is one row or b one column
     (a GEMM would pack the matrix to use it once): whether it was. One row
     times a 256 x 256 W.T took 63 us packed (numpy: 4.4)."""
-    t = "f32" if c.dtype == np.float32 else "f64"
     if a.shape[0] == 1 and b.shape[1] > 1:
         _matvec(lib, t, b.T, a[0], c[0])
         return True

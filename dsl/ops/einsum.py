@@ -30,6 +30,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .arrays import SUFFIX, as_array, check_float_dtype, check_out, finish, kernel_view, writable_target
+from .call_plans import remember
 from .einsum_ellipsis import expand_ellipsis
 from .generated import generated_library
 
@@ -93,7 +94,7 @@ def contract(spec: str, *operands, out=None, first_touch=None, last_touch=None) 
     if quick is not None and target is out:  # a new result (`inner`), written in place
         perms = tuple(_axes(term, plan, last) if term else None for term, last in zip(inputs, plan.last))
         back = tuple(plan.output.index(x) for x in output)
-        _remember(quick, _Replay(kernel, perms, inner.shape, back, _axes(output, plan), dtype))
+        remember(_replays, quick, _Replay(kernel, perms, inner.shape, back, _axes(output, plan), dtype))
     return finish(target, out)
 
 
@@ -112,7 +113,6 @@ class _Replay(NamedTuple):
 
 
 _replays: dict = {}  # _replay_key -> _Replay
-_MAX_REPLAYS = 256
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 
 
@@ -139,12 +139,6 @@ def _replay(known: _Replay, operands: tuple) -> np.ndarray:
     views = [a.transpose(p) if p is not None else a.reshape(1) for a, p in zip(operands, known.perms)]
     known.kernel(*views, out.transpose(known.target_axes))
     return out
-
-
-def _remember(key: tuple, replay: _Replay) -> None:
-    if len(_replays) >= _MAX_REPLAYS:
-        _replays.clear()
-    _replays[key] = replay
 
 
 _plans: dict = {}  # (spec, layouts, options) -> (Plan, kernel text): the per-call work done once

@@ -25,8 +25,6 @@ from .reduce import normalize_axes
 __all__ = ["softmax", "log_softmax", "layer_norm", "rms_norm"]
 
 
-
-
 def _lib():
     return stdlib_library("norm")
 

@@ -21,7 +21,7 @@ import functools
 import numpy as np
 
 from . import _layout as L
-from .call_plans import record, replay
+from .call_plans import record, remember, replay
 from .fusion import fused
 from .library import stdlib_kernel, stdlib_library
 from .norm import layer_norm, log_softmax, rms_norm, softmax
@@ -35,7 +35,6 @@ __all__ = [*_BINARY, *_UNARY, "gelu", "sum", "mean", "max", "min", "argmax", "so
 
 
 _plans: dict = {}  # (op, shapes of x and y, out is x, out is y) -> (result shape, recorded calls): _broadcast
-_MAX_PLANS = 256
 
 
 def _lib():
@@ -92,9 +91,7 @@ def _broadcast(op: str, a, b, out) -> np.ndarray | None:
         target = L.output(op, out, shape)
         calls = record(lambda lib: _general(lib, op, [a, b], target), (a, b, target)) if target.size else []
         found = (shape, calls)
-        if len(_plans) >= _MAX_PLANS:
-            _plans.clear()
-        _plans[key] = found
+        remember(_plans, key, found)
     shape, plan = found
     if out is None:
         out = np.empty(shape, L.F32)

@@ -27,8 +27,6 @@ _SPLIT_MIN = 1 << 18  # a single long row is cut into pieces that run in paralle
 _PIECES = 64
 
 
-
-
 def _lib():
     return stdlib_library("reduce")
 
