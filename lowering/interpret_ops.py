@@ -176,8 +176,8 @@ def unary_fn(op: str, t: ScalarType) -> Fn1:
             if t.is_float:
                 return operator.abs
             return (lambda a: a) if not t.is_signed else (lambda a: a if a >= 0 else zero - a)
-        case "exp" | "log" | "sqrt" | "tanh" | "floor" | "ceil":
-            return getattr(np, op)
+        case "exp" | "log" | "sqrt" | "tanh" | "floor" | "ceil" | "rint":
+            return getattr(np, op)  # np.rint: ties to even
         case "rsqrt":
             one = T(1)
             return lambda a: one / np.sqrt(a)

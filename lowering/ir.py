@@ -113,7 +113,7 @@ class Binary:
 @dataclass(frozen=True, slots=True)
 class Unary:
     """neg, not, invert (~), and the one-argument intrinsics: abs exp log sqrt
-    rsqrt tanh erf floor ceil. `bits` (float -> int of its width) and
+    rsqrt tanh erf floor ceil rint (ties to even). `bits` (float -> int of its width) and
     `from_bits` (int -> float) reinterpret the bits; the others keep the type."""
 
     op: str

@@ -41,7 +41,7 @@ CMP_OPS = frozenset({"==", "!=", "<", "<=", ">", ">="})
 LOGIC_OPS = frozenset({"and", "or"})
 ARITH_OPS = frozenset({"+", "-", "*", "/", "//", "%", "min", "max"})
 BIT_OPS = frozenset({"&", "|", "^", "<<", ">>"})
-FLOAT_INTRINSICS = frozenset({"exp", "log", "sqrt", "rsqrt", "tanh", "erf", "floor", "ceil"})
+FLOAT_INTRINSICS = frozenset({"exp", "log", "sqrt", "rsqrt", "tanh", "erf", "floor", "ceil", "rint"})
 REDUCE_OPS = frozenset({"sum", "min", "max"})
 BITCASTS = frozenset({"bits", "from_bits"})  # same width, float <-> int
 

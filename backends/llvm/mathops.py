@@ -18,7 +18,7 @@ from .vectors import per_lane
 # no vector math library yet), which is slow but right.
 _FLOAT_INTRINSICS = {
     "exp": "llvm.exp", "log": "llvm.log", "sqrt": "llvm.sqrt", "floor": "llvm.floor",
-    "ceil": "llvm.ceil", "tanh": "llvm.tanh", "abs": "llvm.fabs",
+    "ceil": "llvm.ceil", "rint": "llvm.roundeven", "tanh": "llvm.tanh", "abs": "llvm.fabs",
 }
 _LIBM = {"erf": {32: "erff", 64: "erf"}}
 

@@ -11,7 +11,7 @@ from .coerce import TExpr, concrete, unify
 from .exprs import ExprChecker, strip_qualifier
 from .fold import fold_intrinsic
 
-FLOAT_INTRINSICS = {"exp", "log", "sqrt", "rsqrt", "tanh", "erf", "floor", "ceil"}
+FLOAT_INTRINSICS = {"exp", "log", "sqrt", "rsqrt", "tanh", "erf", "floor", "ceil", "rint"}
 INTRINSICS = FLOAT_INTRINSICS | {"abs", "min", "max", "fma", "sum"}
 INTRINSICS |= {"bits", "from_bits"}  # bit reinterpretation: f32 <-> i32, f64 <-> i64
 LOOP_ONLY = {"range", "grid", "pgrid"}

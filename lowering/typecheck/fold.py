@@ -88,11 +88,17 @@ def _safe(fn):
     return apply
 
 
+def _rounding(fn):
+    """A rounding function as the hardware's: infinities and NaN unchanged, and
+    a zero result keeps x's sign (floor(-0.0) and rint(-0.4) are -0.0)."""
+    return lambda x: math.copysign(float(fn(x)), x) if math.isfinite(x) else x
+
+
 _FLOAT_FUNCTIONS = {
     "exp": _safe(math.exp), "log": _safe(lambda x: -math.inf if x == 0 else math.log(x)),
     "sqrt": _safe(math.sqrt), "rsqrt": _safe(lambda x: math.inf if x == 0 else 1 / math.sqrt(x)),
-    "tanh": math.tanh, "erf": math.erf, "floor": _safe(lambda x: float(math.floor(x))),
-    "ceil": _safe(lambda x: float(math.ceil(x))),
+    "tanh": math.tanh, "erf": math.erf, "floor": _rounding(math.floor), "ceil": _rounding(math.ceil),
+    "rint": _rounding(round),  # Python's round: ties to even
 }
 
 

@@ -31,7 +31,7 @@ INT_BINOPS = ("+", "-", "*", "//", "%", "&", "|", "^", "<<", ">>")
 FLOAT_BINOPS = ("+", "-", "*", "/", "//", "%")
 SMOOTH_BINOPS = ("+", "-", "*")
 COMPARISONS = ("<", "<=", ">", ">=", "==", "!=")
-FLOAT_CALLS = ("exp", "log", "sqrt", "rsqrt", "tanh", "erf", "floor", "ceil", "abs")
+FLOAT_CALLS = ("exp", "log", "sqrt", "rsqrt", "tanh", "erf", "floor", "ceil", "rint", "abs")
 
 
 @dataclass

@@ -115,7 +115,7 @@ def test_float_compare_floor_div_mod(opt):
 
 UNARY_REFS = {"exp": np.exp, "log": np.log, "sqrt": np.sqrt, "rsqrt": lambda v: 1 / np.sqrt(v),
               "tanh": np.tanh, "erf": np.vectorize(math.erf), "floor": np.floor, "ceil": np.ceil,
-              "abs": np.abs, "neg": np.negative}
+              "rint": np.rint, "abs": np.abs, "neg": np.negative}
 
 
 @pytest.mark.parametrize("dtype", [F32, F64])
@@ -139,6 +139,18 @@ def test_float_intrinsics(dtype):
     # One rounding: 0.1 * 10 - 1 is the representation error of 0.1, not 0.
     tenth = Fraction(float(np.dtype(dtype.numpy_name).type(0.1)))
     assert got["out"][0] == float(tenth * 10 - 1) != 0
+
+
+@pytest.mark.parametrize("dtype", [F32, F64])
+def test_rint_ties_to_even_and_keeps_specials(dtype):
+    """rint as numpy's: halves to the even neighbour, the sign of a zero kept,
+    infinities, NaN and values beyond 2**mantissa unchanged."""
+    (kernel,) = kernels = [elementwise("k_rint", [("x", dtype)], dtype, lambda x: Unary("rint", x, dtype))]
+    lib = compile_lib(kernels, 3)
+    x = np.array([0.5, 1.5, 2.5, -0.5, -2.5, -0.4, -0.0, 0.49999997, 8388609.0, 1e30,
+                  np.inf, -np.inf, np.nan], dtype.numpy_name)
+    _, got = run_both(lib, kernel, lambda: {"x": x, "out": np.zeros_like(x)})
+    assert got["out"].tobytes() == np.rint(x).tobytes()
 
 
 # ------------------------------------------------------------------ integer semantics

@@ -460,7 +460,7 @@ def test_float_comparisons_with_nan():
 
 def test_intrinsics():
     a = np.array([0.25, 1.0, 2.5, -0.0], np.float32)
-    for op, ref in [("sqrt", np.sqrt), ("floor", np.floor), ("ceil", np.ceil), ("abs", np.abs),
+    for op, ref in [("sqrt", np.sqrt), ("floor", np.floor), ("ceil", np.ceil), ("rint", np.rint), ("abs", np.abs),
                     ("rsqrt", lambda x: np.float32(1) / np.sqrt(x)),
                     ("erf", lambda x: np.array([math.erf(v) for v in x], np.float32))]:
         out = run_elementwise(elementwise(op, [F32], F32, lambda x, o=op: Unary(o, x, F32)), a, out_dtype=np.float32)

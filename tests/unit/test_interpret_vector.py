@@ -147,7 +147,7 @@ def test_binary_ops_lanewise_equal_scalar_ops(data):
 
 
 UNARY = {"i": ("neg", "invert", "abs"), "u": ("neg", "invert", "abs"), "b": ("not", "invert"),
-         "f": ("neg", "abs", "sqrt", "rsqrt", "erf", "floor", "ceil", "exp", "log", "tanh")}
+         "f": ("neg", "abs", "sqrt", "rsqrt", "erf", "floor", "ceil", "rint", "exp", "log", "tanh")}
 
 
 @settings(max_examples=300, deadline=None)

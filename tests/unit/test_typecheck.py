@@ -214,7 +214,7 @@ def test_casts():
 
 
 def test_float_intrinsics():
-    names = ("exp", "log", "sqrt", "rsqrt", "tanh", "erf", "floor", "ceil", "abs")
+    names = ("exp", "log", "sqrt", "rsqrt", "tanh", "erf", "floor", "ceil", "rint", "abs")
     text = typed(body(*(f"o32[i] = {n}(x32[i])" for n in names), "o32[i] = fma(x32[i], 2.0, 1)",
                       "o32[i] = max(x32[i], 0) + min(x32[i], 1, 2)", "oi32[i] = abs(a32[i])"))
     for n in names:
@@ -239,6 +239,13 @@ def test_intrinsics_of_literals_are_literals():
     assert "o32[i] = x32[i] * 2.0 + 2.0 + 2.5" in text
     assert "o64[i] = x64[i] * 1.4142135623730951" in text  # folded in f64, not through f32
     assert "a8[i] = a8[i] + 4" in text
+
+
+def test_rounding_of_literals_is_the_hardware_s():
+    text = typed(body("o64[i] = x64[i] * rint(2.5) + rint(3.5) + floor(-0.5) + ceil(0.5)",
+                      "o64[i] = x64[i] + rint(-0.4)"))
+    assert "o64[i] = x64[i] * 2.0 + 4.0 + -1.0 + 1.0" in text  # ties to even
+    assert "o64[i] = x64[i] + -0.0" in text  # the sign of a zero kept
 
 
 def test_power_with_small_constant_exponent():

@@ -127,15 +127,16 @@ def test_float_operators_lane_wise(vec, ref, t, n):
 
 MATH = {"exp": np.exp, "log": lambda v: np.log(np.abs(v)), "sqrt": lambda v: np.sqrt(np.abs(v)),
         "floor": np.floor, "ceil": np.ceil, "abs": np.abs, "tanh": np.tanh,
-        "erf": np.vectorize(math.erf, otypes=[float]), "rsqrt": lambda v: 1 / np.sqrt(np.abs(v))}
+        "erf": np.vectorize(math.erf, otypes=[float]), "rsqrt": lambda v: 1 / np.sqrt(np.abs(v)),
+        "rint": np.rint}
 
 
 @pytest.mark.parametrize("t", FLOATS)
 @pytest.mark.parametrize("n", (0, 3, 4, 9, 64, 1000))
 def test_math_intrinsics_lane_wise(vec, ref, t, n):
     x = random(np.random.default_rng(n), t, n) * 3
-    got = run(vec, f"math_{t}", x=x, out=np.zeros((9, n), x.dtype))["out"]
-    want = run(ref, f"math_{t}", x=x, out=np.zeros((9, n), x.dtype))["out"]
+    got = run(vec, f"math_{t}", x=x, out=np.zeros((10, n), x.dtype))["out"]
+    want = run(ref, f"math_{t}", x=x, out=np.zeros((10, n), x.dtype))["out"]
     rtol = 1e-6 if t == "f32" else 1e-14  # libm: within an ulp or two
     for k, (name, fn) in enumerate(MATH.items()):
         np.testing.assert_allclose(got[k], fn(x.astype(np.float64)), rtol=rtol, atol=1e-30, err_msg=name)

@@ -96,7 +96,7 @@ def fops_{t}(x: {t}[N], y: {t}[N], out: {t}[7, N], cmp: bool[3, N], sat: i32[N],
         sat8[i] = u8(x[i] * 100.0)
 
 @schedule(vectorize(i, {lanes}))
-def math_{t}(x: {t}[N], out: {t}[9, N]):
+def math_{t}(x: {t}[N], out: {t}[10, N]):
     for i in range(N):
         out[0, i] = exp(x[i])
         out[1, i] = log(abs(x[i]))
@@ -107,6 +107,7 @@ def math_{t}(x: {t}[N], out: {t}[9, N]):
         out[6, i] = tanh(x[i])
         out[7, i] = erf(x[i])
         out[8, i] = rsqrt(abs(x[i]))
+        out[9, i] = rint(x[i])
 
 """ + reduction_kernel("freduce", t, lanes, f"{t}(1e30)", f"{t}(-1e30)", "@options(reassociate=True)\n")
 
