@@ -14,7 +14,7 @@ import numpy as np
 
 from .arrays import as_view
 from .quant_formats import FORMATS, block_rows, check_shape, quant_format, quant_library
-from .quant_lanes import LANES, empty_lanes, from_lanes, to_lanes, whole_groups
+from .quant_lanes import K_LANES, LANES, empty_lanes, from_lanes, to_lanes, whole_groups
 
 from .quant_matmul import qmatmul, qmatvec
 from .quant_q8 import quantize_blocks
@@ -62,13 +62,13 @@ def dequantize(blocks: np.ndarray, qtype: str, shape, out: np.ndarray | None = N
     return out
 
 
-# The k-quants run in chunks of this many groups: a chunk's blocks in lanes (1
+# The k-quants run in chunks of this many blocks: a chunk's blocks in lanes (1
 # MiB of float32) are still in cache from the regrouping to the search and the
-# packing (q6_K, 1 thread of Zen 4: 64 groups 62-64 ms, 512 groups 65-66), and
-# buffers of this size are reused by malloc from call to call, where one buffer
-# for a whole large matrix comes fresh from mmap each time (page faults cost
-# ~2 us a page here: 9 ms for 64 MiB).
-_CHUNK_GROUPS = 64
+# packing (q6_K, 1 thread of Zen 4: chunks of 1024 blocks 62-64 ms, of 8192
+# 65-66), and buffers of this size are reused by malloc from call to call,
+# where one buffer for a whole large matrix comes fresh from mmap each time
+# (page faults cost ~2 us a page here: 9 ms for 64 MiB).
+_CHUNK_BLOCKS = 1024
 
 
 def quantize(x: np.ndarray, qtype: str, out: np.ndarray | None = None) -> np.ndarray:
@@ -98,7 +98,8 @@ def quantize(x: np.ndarray, qtype: str, out: np.ndarray | None = None) -> np.nda
     if fmt.name in ("q8_0", "q8_k"):
         quantize_blocks(rows, fmt.name, "quantize", target)
     else:
-        whole_groups(rows, target, lambda blocks, into: _k_quants(fmt.name, blocks, into))
+        lanes = _LANES[fmt.name]
+        whole_groups(rows, target, lambda blocks, into: _k_quants(fmt.name, blocks, into, lanes), lanes)
     return out
 
 
@@ -113,25 +114,24 @@ def _checked_out(out, shape: tuple[int, ...], x: np.ndarray) -> np.ndarray | Non
     return out
 
 
-def _k_quants(qtype: str, rows: np.ndarray, out: np.ndarray) -> None:
-    """q4_K, q5_K or q6_K of whole groups of blocks, `_CHUNK_GROUPS` groups at a time."""
-    groups = out.reshape(-1, LANES, out.shape[1])
-    step = _CHUNK_GROUPS * LANES
-    for start in range(0, rows.shape[0], step):
-        stop = min(start + step, rows.shape[0])
-        _QUANTIZERS[qtype](to_lanes(rows[start:stop]), groups[start // LANES:stop // LANES], out[start:stop])
+def _k_quants(qtype: str, rows: np.ndarray, out: np.ndarray, lanes: int) -> None:
+    """q4_K, q5_K or q6_K of whole groups of `lanes` blocks, `_CHUNK_BLOCKS` blocks at a time."""
+    groups = out.reshape(-1, lanes, out.shape[1])
+    for start in range(0, rows.shape[0], _CHUNK_BLOCKS):
+        stop = min(start + _CHUNK_BLOCKS, rows.shape[0])
+        _QUANTIZERS[qtype](to_lanes(rows[start:stop], lanes), groups[start // lanes:stop // lanes], out[start:stop])
 
 
 def _quantize_k(xl: np.ndarray, blocks: np.ndarray, out: np.ndarray, nmax: int, rmin: float, nstep: int) -> None:
     """q4_K (nmax 15) or q5_K (nmax 31): the search, the block scales, the packing."""
     lib = quant_library("quant_k")
     groups, count = xl.shape[0], out.shape[0]
-    levels = empty_lanes(groups, 256, np.uint8)
-    scale = empty_lanes(groups, 8, np.float32)
-    the_min = empty_lanes(groups, 8, np.float32)
+    levels = empty_lanes(groups, 256, np.uint8, K_LANES)
+    scale = empty_lanes(groups, 8, np.float32, K_LANES)
+    the_min = empty_lanes(groups, 8, np.float32, K_LANES)
     lib.qkx2_search(xl, nmax, rmin, nstep, levels, scale, the_min)
-    dm = empty_lanes(groups, 2, np.float16)
-    sb = empty_lanes(groups, 12, np.uint8)
+    dm = empty_lanes(groups, 2, np.float16, K_LANES)
+    sb = empty_lanes(groups, 12, np.uint8, K_LANES)
     lib.final_levels(xl, nmax, scale, the_min, levels, dm, sb)
     (lib.pack_q4_k if nmax == 15 else lib.pack_q5_k)(levels, blocks)
     out[:, 0:4] = from_lanes(dm, count).view(np.uint8)
@@ -154,3 +154,4 @@ _QUANTIZERS = {
     "q5_k": lambda xl, blocks, out: _quantize_k(xl, blocks, out, 31, -0.5, 15),
     "q6_k": _quantize_q6_k,
 }
+_LANES = {"q4_k": K_LANES, "q5_k": K_LANES, "q6_k": LANES}

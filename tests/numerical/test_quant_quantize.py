@@ -10,7 +10,7 @@ import pytest
 
 import dsl
 from dsl.ops.quant_formats import FORMATS
-from dsl.ops.quant_lanes import LANES, to_lanes
+from dsl.ops.quant_lanes import K_LANES, LANES, to_lanes
 from dsl.ops.library import stdlib_library
 
 from quant_data import KINDS, QTYPES, interpret, rows
@@ -63,7 +63,7 @@ def test_one_block_and_views(qtype):
 def test_bytes_equal_ggml_across_chunks(qtype, monkeypatch):
     from dsl.ops import quant
 
-    monkeypatch.setattr(quant, "_CHUNK_GROUPS", 2)  # 74 blocks: chunks of 32, 32 and 10
+    monkeypatch.setattr(quant, "_CHUNK_BLOCKS", 32)  # 74 blocks: chunks of 32, 32 and a padded group of 10
     x = rows("mixed", 37, 512, seed=4)
     assert_same_blocks(dsl.ops.quantize(x, qtype), ggml_ref.quantize(x, qtype), qtype)
 
@@ -138,15 +138,15 @@ def _both(module: str, kernel: str, inputs: list, outputs: list) -> list:
 
 @pytest.mark.parametrize("nmax, rmin, nstep, pack", [(15, -1.0, 20, "pack_q4_k"), (31, -0.5, 15, "pack_q5_k")])
 def test_interpreter_agrees_k_stages(nmax, rmin, nstep, pack):
-    x = rows("mixed", LANES, 256, seed=8)
-    xl = to_lanes(x)
+    x = rows("mixed", K_LANES, 256, seed=8)
+    xl = to_lanes(x, K_LANES)
     levels, scale, the_min = _both("quant_k", "qkx2_search", [xl, nmax, rmin, nstep],
-                                   [np.zeros((1, 256, LANES), np.uint8), np.zeros((1, 8, LANES), np.float32),
-                                    np.zeros((1, 8, LANES), np.float32)])
+                                   [np.zeros((1, 256, K_LANES), np.uint8), np.zeros((1, 8, K_LANES), np.float32),
+                                    np.zeros((1, 8, K_LANES), np.float32)])
     levels, _, _ = _both("quant_k", "final_levels", [xl, nmax, scale, the_min],
-                         [levels, np.zeros((1, 2, LANES), np.float16), np.zeros((1, 12, LANES), np.uint8)])
+                         [levels, np.zeros((1, 2, K_LANES), np.float16), np.zeros((1, 12, K_LANES), np.uint8)])
     nbytes = 144 if nmax == 15 else 176
-    _both("quant_k", pack, [levels], [np.zeros((1, LANES, nbytes), np.uint8)])
+    _both("quant_k", pack, [levels], [np.zeros((1, K_LANES, nbytes), np.uint8)])
 
 
 def test_interpreter_agrees_q6_k():
