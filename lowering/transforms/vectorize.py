@@ -35,7 +35,7 @@ from . import nontemporal
 from .dependence import separated_by
 from .vector_accumulators import REDUCTION_OF, accumulate_in_vectors
 from .vector_locals import assigned_locals, carried_locals, vector_locals
-from .nest import ScheduleError, find_loop, replace_loop, sub, substitute
+from .nest import ScheduleError, find_loop, replace_loop, sub, substitute, substitute_expr
 from .split import split_loop
 
 name = "vectorize"
@@ -276,6 +276,15 @@ class Vectorizer:
                                 mask=self.mask)]
             case ir.Assign(sym, value):
                 return [self._assign(s, sym, value)]
+            case ir.Prefetch(_, indices):
+                # The first lane's element: one hint a vector, whose line the
+                # next lanes mostly share.
+                first = tuple(substitute_expr(i, {self.loop.var: self.loop.start}) for i in indices)
+                if any(lanes_of(self._vec(i)) > 1 for i in first):
+                    line = f" at line {s.span.line}" if s.span else ""
+                    raise ScheduleError(self.span, f"cannot {self.what}: the prefetch{line} indexes with a "
+                                                   "value computed in the loop")
+                return [replace(s, indices=first)]
             case ir.For(_, start, stop, _, body):
                 if _uses_any(start, stop, self.loop.var, self.vector_locals):
                     raise ScheduleError(self.span, f"cannot {self.what}: the bounds of '{s.name}' depend on it")

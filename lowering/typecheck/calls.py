@@ -11,6 +11,7 @@ from .coerce import TExpr, concrete, unify
 from .exprs import ExprChecker, strip_qualifier
 from .fold import fold_intrinsic
 
+PREFETCH = "prefetch"  # a statement: `prefetch(x[i + 64])` (typecheck/stmts.py)
 FLOAT_INTRINSICS = {"exp", "log", "sqrt", "rsqrt", "tanh", "erf", "floor", "ceil", "rint"}
 INTRINSICS = FLOAT_INTRINSICS | {"abs", "min", "max", "fma", "sum"}
 INTRINSICS |= {"bits", "from_bits"}  # bit reinterpretation: f32 <-> i32, f64 <-> i64
@@ -38,6 +39,9 @@ def check_call(ck: ExprChecker, node: ast.Call) -> TExpr | None:
         from .inline import inline_call
 
         return inline_call(ck, node, fn, want_value=True)
+    if name == PREFETCH:
+        ck.bag.error(node.func_span, "prefetch(...) is a statement of its own; it has no value")
+        return None
     known = INTRINSICS | set(ck.ctx.functions) | set(BY_NAME)
     ck.bag.error(node.func_span, f"unknown function '{name}'", *did_you_mean(name, known))
     for arg in node.args:  # their own mistakes; a tensor passed whole is not one

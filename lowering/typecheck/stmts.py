@@ -7,7 +7,7 @@ from dsl.grammar import ast
 from .. import ir
 from ..rewrite import map_stmts
 from ..types import BY_NAME, I64, value_type
-from .calls import INTRINSICS, LOOP_ONLY
+from .calls import INTRINSICS, LOOP_ONLY, PREFETCH
 from .coerce import TExpr, coerce, default_type, retype
 from .exprs import ExprChecker, strip_qualifier
 from .index_notation import STATEMENT, scan
@@ -269,6 +269,8 @@ class StmtChecker(ExprChecker):
 
     def expr_stmt(self, value: ast.Expr, span) -> list[ir.Stmt]:
         fn = self.ctx.functions.get(strip_qualifier(value.func)) if isinstance(value, ast.Call) else None
+        if fn is None and isinstance(value, ast.Call) and strip_qualifier(value.func) == PREFETCH:
+            return self.prefetch(value, span)
         if fn is None and isinstance(value, ast.Call) and not self.is_builtin(value.func):
             self.with_free_indices(value, lambda: self.call(value))  # reports the unknown function
             self.ctx.take_prelude()
@@ -280,6 +282,21 @@ class StmtChecker(ExprChecker):
 
         self.with_free_indices(value, lambda: inline_call(self, value, fn, want_value=False))
         return self.ctx.take_prelude()
+
+    def prefetch(self, call: ast.Call, span) -> list[ir.Stmt]:
+        """`prefetch(x[i, j])`: a hint that x[i, j] will be read soon, so that its
+        cache line is on its way (x86's prefetcht0, AArch64's prfm). It changes
+        no result, and the element may lie outside x: nothing is read."""
+        target = call.args[0] if len(call.args) == 1 and not call.keywords else None
+        if not isinstance(target, ast.Subscript):
+            self.bag.error(call.span, "prefetch(...) takes one tensor element, as in prefetch(x[i + 64])")
+            return []
+        tensor = self.tensor(target.value)
+        if tensor is None:
+            return []
+        indices = self.indices(target, tensor)
+        pre = self.ctx.take_prelude()
+        return [] if indices is None else pre + [ir.Prefetch(tensor, indices, span=span)]
 
     def is_builtin(self, func: str) -> bool:
         """An intrinsic, a cast or a loop iterable: a call that cannot be a statement."""
