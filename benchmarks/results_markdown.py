@@ -23,9 +23,11 @@ TITLES = {"overhead.py": "Compile time and call overhead", "gemm.py": "GEMM: ben
 # Explanations that hold whatever the numbers (no numbers here: they go stale).
 NOTES = {
     "quant.py": "Where the time goes. Quantize: the k-quant searches are compute-bound, and each block's "
-                "arithmetic is ggml's sequence exactly (16 blocks in the 16 lanes of a vector, regrouped into "
-                "lanes by 16 x 16 transposes in registers; what a search step does not change, such as the "
-                "weights and the step's levels, waits in local arrays); q8_0 is one pass over memory, 16 blocks "
+                "arithmetic is ggml's sequence exactly (one block per vector lane, regrouped into lanes by 16 x 16 "
+                "transposes in registers; q4_K's and q5_K's searches run 32 blocks as two vectors, since "
+                "each step waits on the last one's min; q6_K's runs its steps two at a time; what a search "
+                "step does not change, such as the weights and the step's levels, waits in local arrays). "
+                "The ratio to ggml moves by 10-20% between recordings on this shared machine. q8_0 is one pass over memory, 16 blocks "
                 "at a time for the maxima, then each block scaled within itself. Both sides quantize into an array allocated once "
                 "(dslc's `out=`). Matvec: the dots are DSL code on the "
                 "target intrinsics `x86.maddubs`, `x86.madd` and `x86.sign` (`vpmaddubsw`, `vpmaddwd`, "
