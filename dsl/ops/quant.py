@@ -125,13 +125,14 @@ def _k_quants(qtype: str, rows: np.ndarray, out: np.ndarray, lanes: int) -> None
 def _quantize_k(xl: np.ndarray, blocks: np.ndarray, out: np.ndarray, nmax: int, rmin: float, nstep: int) -> None:
     """q4_K (nmax 15) or q5_K (nmax 31): the search, the block scales, the packing."""
     lib = quant_library("quant_k")
-    groups, count = xl.shape[0], out.shape[0]
-    levels = empty_lanes(groups, 256, np.uint8, K_LANES)
-    scale = empty_lanes(groups, 8, np.float32, K_LANES)
-    the_min = empty_lanes(groups, 8, np.float32, K_LANES)
+    groups, _, lanes = xl.shape
+    levels = empty_lanes(groups, 256, np.uint8, lanes)
+    scale = empty_lanes(groups, 8, np.float32, lanes)
+    the_min = empty_lanes(groups, 8, np.float32, lanes)
     lib.qkx2_search(xl, nmax, rmin, nstep, levels, scale, the_min)
-    dm = empty_lanes(groups, 2, np.float16, K_LANES)
-    sb = empty_lanes(groups, 12, np.uint8, K_LANES)
+    dm = empty_lanes(groups, 2, np.float16, lanes)
+    sb = empty_lanes(groups, 12, np.uint8, lanes)
+    count = out.shape[0]
     lib.final_levels(xl, nmax, scale, the_min, levels, dm, sb)
     (lib.pack_q4_k if nmax == 15 else lib.pack_q5_k)(levels, blocks)
     out[:, 0:4] = from_lanes(dm, count).view(np.uint8)
