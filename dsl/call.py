@@ -144,6 +144,11 @@ def _numpy_layout_ok() -> bool:
 NUMPY_LAYOUT_OK = _numpy_layout_ok()
 
 
+def _not_plain(*args) -> int:
+    """`Caller.try_fast` where there is no builtin door: always 0, "not done"."""
+    return 0
+
+
 class Caller:
     """A kernel entry point callable with numpy arrays and Python scalars."""
 
@@ -171,6 +176,11 @@ class Caller:
         self._wants = tuple(np.dtype(NUMPY_NAME[p.dtype]) if p.kind == "tensor" else float for p in spec.params)
         # The builtin-function door (dsl.fastcall): no ctypes on a plain call.
         self._fastcall = fastcall if self._plain else None
+        # The builtin door alone, for callers that cannot spare this method's
+        # ~0.2 us (dsl.ops' small matrix products): None when the kernel ran;
+        # anything else means "call the Caller", which runs the kernel or
+        # raises its error (a refused call has touched no memory).
+        self.try_fast = self._fastcall or _not_plain
 
     def __call__(self, *args, **kwargs):
         if self._fastcall is not None and not kwargs:

@@ -95,24 +95,26 @@ def test_out():
     assert np.all(np.isnan(wide[..., 1::2]))
 
 
-def test_plain_matrices_the_kernel_refuses():
+@pytest.mark.parametrize("m", [5, 20])  # 20 rows: the plain kernel's builtin door
+def test_plain_matrices_the_kernel_refuses(m):
     """Two matrices take a short path straight to the kernel; what its entry
     refuses (memory not aligned to the element, an out that overlaps) goes
     the general way, and a strided out gets only its own elements."""
-    a, b = rand((5, 6)), rand((6, 7))
-    raw = np.zeros(5 * 6 * 4 + 1, np.uint8)
-    unaligned = np.frombuffer(raw[1:].data, np.float32).reshape(5, 6)
+    a, b = rand((m, 6)), rand((6, 7))
+    raw = np.zeros(m * 6 * 4 + 1, np.uint8)
+    unaligned = np.frombuffer(raw[1:].data, np.float32).reshape(m, 6)
     unaligned[...] = a
     assert not unaligned.flags.aligned
     close(dsl.ops.matmul(unaligned, b), a, b)
-    wide = np.full((5, 14), np.nan, np.float32)
+    wide = np.full((m, 14), np.nan, np.float32)
     assert dsl.ops.matmul(a, b, out=wide[:, ::2]).base is wide
     close(wide[:, ::2], a, b)
     assert np.all(np.isnan(wide[:, 1::2]))
 
 
-def test_out_overlapping_an_input():
-    a = rand((6, 6))
+@pytest.mark.parametrize("n", [6, 20])
+def test_out_overlapping_an_input(n):
+    a = rand((n, n))
     want = a.astype(np.float64) @ a.astype(np.float64)
     got = dsl.ops.matmul(a, a, out=a)
     assert np.allclose(got, want, rtol=1e-5, atol=1e-5)
@@ -135,6 +137,8 @@ def test_threads_agree():
     ((np.float32(1), np.ones(2, np.float32)), ValueError, "Input operand 0 does not have enough dimensions"),
     ((np.ones((2, 3), np.float32), np.ones((4, 2), np.float32)), ValueError,
      "mismatch in its core dimension 0, with gufunc signature (n?,k),(k,m?)->(n?,m?) (size 4 is different from 3)"),
+    ((np.ones((20, 3), np.float64), np.ones((4, 2), np.float64)), ValueError,
+     "mismatch in its core dimension 0, with gufunc signature (n?,k),(k,m?)->(n?,m?) (size 4 is different from 3)"),
     ((np.ones((2, 2, 3), np.float32), np.ones((3, 3, 4), np.float32)), ValueError, "could not be broadcast"),
     ((np.ones((2, 3), np.int32), np.ones((3, 4), np.int32)), TypeError, "unsupported dtype int32"),
     (("ab", np.ones(2)), TypeError, "unsupported dtype <U2"),
@@ -145,13 +149,14 @@ def test_errors(args, error, text):
     assert text in str(info.value) and str(info.value).startswith("matmul: ")
 
 
-def test_bad_out():
-    a, b = np.ones((2, 3), np.float32), np.ones((3, 4), np.float32)
-    with pytest.raises(ValueError, match=r"matmul: out has shape \(4, 2\), the result has shape \(2, 4\)"):
-        dsl.ops.matmul(a, b, out=np.empty((4, 2), np.float32))
+@pytest.mark.parametrize("m", [2, 20])
+def test_bad_out(m):
+    a, b = np.ones((m, 3), np.float32), np.ones((3, 4), np.float32)
+    with pytest.raises(ValueError, match=rf"matmul: out has shape \(4, {m}\), the result has shape \({m}, 4\)"):
+        dsl.ops.matmul(a, b, out=np.empty((4, m), np.float32))
     with pytest.raises(TypeError, match="matmul: out has dtype float64, the result is float32"):
-        dsl.ops.matmul(a, b, out=np.empty((2, 4)))
-    frozen = np.empty((2, 4), np.float32)
+        dsl.ops.matmul(a, b, out=np.empty((m, 4)))
+    frozen = np.empty((m, 4), np.float32)
     frozen.setflags(write=False)
     with pytest.raises(ValueError, match="matmul: out is read-only"):
         dsl.ops.matmul(a, b, out=frozen)

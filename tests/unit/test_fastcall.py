@@ -48,6 +48,21 @@ def test_integer_scalars_take_the_general_path():
     np.testing.assert_array_equal(out, np.roll(x, -2))
 
 
+def test_try_fast_runs_plain_calls_and_says_when_it_did_not():
+    """`Caller.try_fast`: None when the kernel ran; otherwise nothing was
+    written, and the Caller itself runs the call or raises its error."""
+    x, y, out = _args()
+    fc_saxpy(2.0, x, y, out)
+    assert fc_saxpy._caller.try_fast(3.0, x, y, out) is None
+    np.testing.assert_array_equal(out, 3 * x + 1)
+    out[:] = -1
+    assert fc_saxpy._caller.try_fast(3.0, x, y[:3], out) not in (None, 0)  # the kernel's size check
+    assert fc_saxpy._caller.try_fast(3, x, y, out) is not None  # an int: not a plain call
+    np.testing.assert_array_equal(out, -1)
+    fc_shift(2, x, out)
+    assert fc_shift._caller.try_fast(2, x, out) == 0  # no builtin door: always "not done"
+
+
 @pytest.mark.parametrize("call, error, message", [
     (lambda x, y, o: fc_saxpy(2.0, x, y[:3], o), ValueError, "'y' axis 0 must equal N"),
     (lambda x, y, o: fc_saxpy(2.0, x.astype(np.float64), y, o), TypeError, "expects an array of float32"),
