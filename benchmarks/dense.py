@@ -119,8 +119,12 @@ def seed_rows(threads, repeats) -> list[list[str]]:
 def matvec_rows(threads, repeats) -> list[list[str]]:
     rows = []
     rng = np.random.default_rng(3)
-    for n in (4096, 8192):
+    # Rows of A contiguous, then columns (A.T of a C array: x @ W with W
+    # stored by rows of K is this product, W.T @ x).
+    for n, layout in ((4096, ""), (8192, ""), (4096, " A.T")):
         a, x = rng.standard_normal((n, n), np.float32), rng.standard_normal(n, np.float32)
+        if layout:
+            a = a.T
         y = np.empty(n, np.float32)
         ta, tx, ty = torch.from_numpy(a), torch.from_numpy(x), torch.empty(n)
         for t in threads:
@@ -128,7 +132,7 @@ def matvec_rows(threads, repeats) -> list[list[str]]:
                 s = interleaved({"dslc": lambda: dsl.ops.matvec(a, x, out=y), "numpy": lambda: np.matmul(a, x, out=y),
                                  "torch": lambda: torch.mv(ta, tx, out=ty)}, repeats,
                              settle=settle_for(t))
-            rows.append(rate_row(f"matvec {n}x{n}", t, 4.0 * n * (n + 2), s))
+            rows.append(rate_row(f"matvec {n}x{n}{layout}", t, 4.0 * n * (n + 2), s))
     return rows
 
 

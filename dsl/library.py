@@ -7,6 +7,8 @@ object checks arguments exactly as `@dsl.kernel` does.
 from __future__ import annotations
 
 import ctypes
+import os
+import re
 import weakref
 from pathlib import Path
 
@@ -17,6 +19,7 @@ from .metadata import loads
 
 _loaded: "weakref.WeakSet[Library]" = weakref.WeakSet()
 _threads_override = 0
+_threads_from_env: list[int] = []  # read once, as the kernels' own runtime does
 
 
 def set_num_threads(n: int) -> None:
@@ -29,6 +32,23 @@ def set_num_threads(n: int) -> None:
     _threads_override = n
     for lib in list(_loaded):
         lib.set_num_threads(n)
+
+
+def num_threads() -> int:
+    """The thread count a parallel loop runs on now: set_num_threads's, else
+    the first positive DSL_NUM_THREADS / OMP_NUM_THREADS (read once, with C's
+    atoi, as the kernels' runtime reads them), else the online cores."""
+    if _threads_override:
+        return _threads_override
+    if not _threads_from_env:
+        for var in ("DSL_NUM_THREADS", "OMP_NUM_THREADS"):
+            digits = re.match(r"\s*[+]?(\d+)", os.environ.get(var, ""))
+            if digits and int(digits[1]) > 0:
+                _threads_from_env.append(int(digits[1]))
+                break
+        else:
+            _threads_from_env.append(os.cpu_count() or 1)
+    return _threads_from_env[0]
 
 
 class Library:

@@ -17,7 +17,8 @@ from __future__ import annotations
 import numpy as np
 
 from .arrays import (SUFFIX, as_array, as_view, check_float_dtype, check_out, finish, kernel_view, merge_axes,
-                     writable_target)
+                     view_as, writable_target)
+from ..library import num_threads
 from .einsum import contract
 from .library import stdlib_library
 from .permutation import permute
@@ -115,19 +116,33 @@ def _plain_2d(a, b, out) -> np.ndarray | None:
         return None
     lib = _kernels()
     try:
-        # Rows of both contiguous, neither one row nor one column: the plain
-        # kernel through its builtin door, without `_matmul`'s layout
-        # questions (together ~1 us of a 17^3 call).
-        if (a.shape[0] > _DOT_ROWS and b.shape[1] > 1 and a.strides[1] == dtype.itemsize
-                and b.strides[1] == dtype.itemsize):
-            kernel = lib.matmul_f32 if dtype is _F32 else lib.matmul_f64
-            if kernel.try_fast(a, b, c) is not None:
-                kernel(a, b, c)
-        else:
+        call = _plain_call(lib, a, b, c)
+        if call is None:
             _matmul(lib, "f32" if dtype is _F32 else "f64", a[None], b[None], c[None])
+        elif call[0].try_fast(*call[1]) is not None:
+            call[0](*call[1])
     except ValueError:
         return None
     return c
+
+
+def _plain_call(lib, a: np.ndarray, b: np.ndarray, c: np.ndarray):
+    """(kernel, arguments) for c = a @ b in the layouts met most often, to
+    call through the kernel's builtin door without `_matmul`'s questions
+    (with the views of a batch of one, ~1 us of a 17^3 call): both row-major;
+    x @ W.T (f32); one row times a matrix. None for the rest."""
+    isz = a.itemsize
+    m, n = a.shape[0], b.shape[1]
+    if m > _DOT_ROWS and n > 1 and a.strides[1] == isz:
+        if b.strides[1] == isz:
+            return (lib.matmul_f32 if a.dtype is _F32 else lib.matmul_f64), (a, b, c)
+        if b.strides[0] == isz and a.dtype is _F32 and c.strides[1] == isz:
+            return lib.matmul_nt_f32, (a[None], b.T[None], c[None])
+    if m == 1 and n > 1:
+        calls = _matvec_calls(lib, "f32" if a.dtype is _F32 else "f64", b.T, a[0], c[0])
+        if len(calls) == 1:
+            return calls[0]
+    return None
 
 
 def _product(a: np.ndarray, b: np.ndarray, c: np.ndarray, batch: tuple, column: bool) -> None:
@@ -208,15 +223,22 @@ def matvec(a, x, *, out=None) -> np.ndarray:
     >>> dsl.ops.matvec(np.ones((3, 4), np.float32), np.ones(4, np.float32))
     array([4., 4., 4.], dtype=float32)
     """
-    if out is None and type(a) is np.ndarray and type(x) is np.ndarray and a.ndim == 2 and x.ndim == 1:
+    if type(a) is np.ndarray and type(x) is np.ndarray and a.ndim == 2 and x.ndim == 1:
         dtype = a.dtype
         if x.dtype is dtype and (dtype is _F32 or dtype is _F64) and a.shape[1] == x.shape[0] and a.size:
-            y = np.empty(a.shape[0], dtype)
-            try:  # the kernel refuses what the general path must handle (unaligned memory)
-                _matvec(_kernels(), "f32" if dtype is _F32 else "f64", a, x, y)
-                return y
-            except ValueError:
-                pass
+            if out is None:
+                y = np.empty(a.shape[0], dtype)
+            elif (type(out) is np.ndarray and out.dtype is dtype and out.shape == a.shape[:1]
+                  and not np.may_share_memory(out, a) and not np.may_share_memory(out, x)):
+                y = out  # (two kernel calls may write it: none may refuse an overlap after the first)
+            else:
+                y = None
+            if y is not None:
+                try:  # the kernel refuses what the general path must handle (unaligned memory)
+                    _matvec(_kernels(), "f32" if dtype is _F32 else "f64", a, x, y)
+                    return y
+                except ValueError:
+                    pass
     a, x = as_array("matvec", "a", a), as_array("matvec", "x", x)
     dtype = check_float_dtype("matvec", a, x)
     if a.ndim != 2 or x.ndim != 1:
@@ -236,9 +258,44 @@ def matvec(a, x, *, out=None) -> np.ndarray:
 
 
 def _matvec(lib, t: str, a: np.ndarray, x: np.ndarray, y: np.ndarray) -> None:
-    # Rows contiguous: dot products; columns contiguous: axpy over blocks of y.
-    rows = abs(a.strides[1]) == a.itemsize or abs(a.strides[0]) != a.itemsize
-    getattr(lib, f"matvec_{'rows' if rows else 'cols'}_{t}")(a, x, y)
+    for kernel, args in _matvec_calls(lib, t, a, x, y):
+        kernel(*args)
+
+
+# Columns of a matrix at most this many to a block of y: 16 KiB of f32 stays
+# in L1 while eight rows of the transpose stream past it (4096^2 from DRAM,
+# 1 thread of Zen 4: 2.29 ms in blocks of 4096, 2.56 in 2048, 2.83 in 1024;
+# numpy 2.30).
+_COLS_BLOCK_BYTES = 16384
+# Below this many elements of the matrix, the blocks run on one thread (a
+# 256^2 product takes ~3 us, about what handing work to a thread costs).
+_COLS_PARALLEL_ELEMENTS = 1 << 18
+
+
+def _matvec_calls(lib, t: str, a: np.ndarray, x: np.ndarray, y: np.ndarray) -> list:
+    """The (kernel, arguments) calls of y = a @ x. Rows contiguous (or
+    neither way): dot products. Columns contiguous: a's transpose, whose
+    rows are contiguous, added row by row into blocks of y, one block per
+    thread at least; the columns the blocks leave, in a second call."""
+    if abs(a.strides[1]) == a.itemsize or abs(a.strides[0]) != a.itemsize:
+        return [(getattr(lib, f"matvec_rows_{t}"), (a, x, y))]
+    kernel = getattr(lib, f"matvec_cols_{t}")
+    m, k = a.shape
+    blocks = -(-m * a.itemsize // _COLS_BLOCK_BYTES)
+    if m * k >= _COLS_PARALLEL_ELEMENTS:
+        blocks = max(blocks, num_threads())
+    width = m // blocks // 16 * 16 if blocks > 1 else m  # blocks start 64 bytes apart
+    if width == 0:
+        blocks, width = 1, m
+    at = a.T
+    if blocks == 1:
+        return [(kernel, (at[:, None], x, y[None]))]
+    done = blocks * width  # splitting an axis in two is always a view
+    head, y_head = (at, y) if done == m else (at[:, :done], y[:done])
+    calls = [(kernel, (view_as(head, (k, blocks, width)), x, view_as(y_head, (blocks, width))))]
+    if done < m:
+        calls.append((kernel, (at[:, None, done:], x, y[None, done:])))
+    return calls
 
 
 def brgemm(a_blocks, b_blocks, c, *, beta: float = 1.0) -> np.ndarray:

@@ -59,6 +59,37 @@ def test_matvec_threads_and_out():
     assert np.all(np.abs(outs[1] - a.astype(np.float64) @ x) <= bound(a, x, 1e-6))
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("size", [(5000, 70), (4096, 9), (700, 600)])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_matvec_columns_in_blocks(size, dtype, threads):
+    """A matrix with contiguous columns runs as blocks of y (more than one
+    when y outgrows L1 or the matrix is large enough for both threads), the
+    columns the blocks leave in a second call; reversed columns too."""
+    m, k = size
+    base = rand((k, m), dtype)
+    dsl.set_num_threads(threads)
+    try:
+        for a in (base.T, base.T[::-1]):
+            x = rand((k,), dtype, 1)
+            out = np.full(m + 1, np.nan, dtype)
+            got = dsl.ops.matvec(a, x, out=out[:m])
+            assert np.all(np.abs(got - a.astype(np.float64) @ x) <= bound(a, x, RTOL[dtype]))
+            assert np.isnan(out[m])
+    finally:
+        dsl.set_num_threads(0)
+
+
+def test_matvec_out_overlapping_the_matrix():
+    """An out that is a column of the matrix gets the product of the matrix as
+    it was, whichever way the product runs."""
+    for a in (np.asfortranarray(rand((1200, 300))), rand((1200, 300))):
+        x = rand((a.shape[1],), seed=1)
+        want = a.astype(np.float64) @ x
+        got = dsl.ops.matvec(a, x, out=a[:, 0])
+        assert np.all(np.abs(got - want) <= bound(a, x, 1e-6))
+
+
 def test_matvec_errors():
     with pytest.raises(ValueError, match=r"matvec: shapes \(3, 4\) and \(5,\) not aligned"):
         dsl.ops.matvec(np.ones((3, 4), np.float32), np.ones(5, np.float32))
