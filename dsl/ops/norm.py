@@ -6,27 +6,23 @@
     z = dsl.ops.rms_norm(x, eps=1e-6, out=x)          # in place
 
 Kernels: `stdlib/norm.tk`, one row of x[R, C] at a time (the row stays in
-cache between its passes). The axis is moved last as a view; when the other
-axes do not merge into one row index, the rows are copied first.
+cache between its passes), when the axis is contiguous; `stdlib/norm_cols.tk`
+down the columns of x[O, C, I] when another axis is (norm_layout.py).
 """
 
 from __future__ import annotations
 
 import functools
-import math
 import numbers
 
 import numpy as np
 
 from . import _layout as L
-from .library import stdlib_kernel, stdlib_library
+from .library import stdlib_kernel
+from .norm_layout import kernel_name, views
 from .reduce import normalize_axes
 
 __all__ = ["softmax", "log_softmax", "layer_norm", "rms_norm"]
-
-
-def _lib():
-    return stdlib_library("norm")
 
 
 _kernel = functools.partial(stdlib_kernel, "norm")
@@ -56,41 +52,31 @@ def _vector(value, C: int) -> bool:
     return type(value) is np.ndarray and value.dtype is L.F32 and value.shape == (C,)
 
 
-def _rows(a: np.ndarray, axis: int) -> np.ndarray | None:
-    """`a` with `axis` moved last, as an (R, C) view, or None if that needs a copy."""
-    moved = np.moveaxis(a, axis, -1)
-    C = moved.shape[-1] if moved.ndim else 1
-    R = math.prod(moved.shape[:-1])
-    strides = [s // a.itemsize for s in moved.strides]
-    lead, lead_strides = L.merge_axes(moved.shape[:-1], [strides[:-1]])
-    if len(lead) > 1:
-        return None
-    return L.strided(moved, (R, C), [lead_strides[0][0] if lead else 0, strides[-1]])
-
-
-def _rowwise(op: str, x, axis: int, out, run) -> np.ndarray:
-    """Apply `run(rows_in, rows_out)` along `axis`, honouring `out=`."""
+def _rowwise(op: str, x, axis, out, name: str, extra: tuple = ()) -> np.ndarray:
+    """`name`'s kernel (x, *extra, out) along `axis`, honouring `out=`. A new
+    result takes x's layout (numpy's order='K'), so that both are read and
+    written the same way."""
     a = L.as_f32_array(op, "x", x)
     ax = _axis(op, a, axis)
-    result = L.output(op, out, a.shape)
+    result = np.empty_like(a) if out is None else L.output(op, out, a.shape)
     if a.size == 0:
         return result
-    # The row kernels are not declared in place: a row read again after its
+    # The kernels are not declared in place: a row read again after its
     # first write must be a copy when out is x (numpy allows out=x).
     a = a.copy() if np.may_share_memory(a, result) else a
-    if ax == a.ndim - 1 and a.flags.c_contiguous and result.flags.c_contiguous:
-        run(a.reshape(-1, a.shape[-1]), result.reshape(-1, a.shape[-1]))  # ~10 us less than the views below
-        return result
-    rows_in = _rows(a, ax)
-    if rows_in is None:
-        rows_in = np.ascontiguousarray(np.moveaxis(a, ax, -1)).reshape(-1, a.shape[ax])
-    rows_out = _rows(result, ax)
-    if rows_out is not None:
-        run(rows_in, rows_out)
-        return result
-    tmp = np.empty(rows_in.shape, np.float32)
-    run(rows_in, tmp)
-    np.copyto(np.moveaxis(result, ax, -1), tmp.reshape(np.moveaxis(result, ax, -1).shape))
+    target = result
+    found = views(a, target, ax)
+    if found is None:  # out laid out otherwise than x: into x's layout, then copied
+        target = np.empty_like(a)
+        found = views(a, target, ax)
+    if found is None:  # no axis of x contiguous: one copy into C order
+        a = np.ascontiguousarray(a)
+        target = result if result.flags.c_contiguous else np.empty_like(a)
+        found = views(a, target, ax)
+    kind, x_view, out_view = found
+    stdlib_kernel(*kernel_name(kind, name, x_view))(x_view, *extra, out_view)
+    if target is not result:
+        np.copyto(result, target)
     return result
 
 
@@ -129,7 +115,7 @@ def softmax(x, axis: int = -1, out=None):
     if (rows := _last_rows(x, axis, out)) is not None:
         _kernel("softmax_rows")(rows[0], rows[1])
         return rows[2]
-    return _rowwise("softmax", x, axis, out, lambda i, o: _lib().softmax_rows(i, o))
+    return _rowwise("softmax", x, axis, out, "softmax")
 
 
 def log_softmax(x, axis: int = -1, out=None):
@@ -137,7 +123,7 @@ def log_softmax(x, axis: int = -1, out=None):
     if (rows := _last_rows(x, axis, out)) is not None:
         _kernel("log_softmax_rows")(rows[0], rows[1])
         return rows[2]
-    return _rowwise("log_softmax", x, axis, out, lambda i, o: _lib().log_softmax_rows(i, o))
+    return _rowwise("log_softmax", x, axis, out, "log_softmax")
 
 
 def layer_norm(x, weight=None, bias=None, eps: float = 1e-5, axis: int = -1, out=None):
@@ -155,10 +141,10 @@ def layer_norm(x, weight=None, bias=None, eps: float = 1e-5, axis: int = -1, out
     C = _axis_length("layer_norm", a, axis)
     w, b, e = _param("layer_norm", "weight", weight, C), _param("layer_norm", "bias", bias, C), _eps("layer_norm", eps)
     if w is None and b is None:
-        return _rowwise("layer_norm", a, axis, out, lambda i, o: _lib().layer_norm_plain_rows(i, e, o))
+        return _rowwise("layer_norm", a, axis, out, "layer_norm_plain", (e,))
     w = np.ones(C, np.float32) if w is None else w
     b = np.zeros(C, np.float32) if b is None else b
-    return _rowwise("layer_norm", a, axis, out, lambda i, o: _lib().layer_norm_rows(i, w, b, e, o))
+    return _rowwise("layer_norm", a, axis, out, "layer_norm", (w, b, e))
 
 
 def rms_norm(x, weight=None, eps: float = 1e-6, axis: int = -1, out=None):
@@ -174,5 +160,5 @@ def rms_norm(x, weight=None, eps: float = 1e-6, axis: int = -1, out=None):
     C = _axis_length("rms_norm", a, axis)
     w, e = _param("rms_norm", "weight", weight, C), _eps("rms_norm", eps)
     if w is None:
-        return _rowwise("rms_norm", a, axis, out, lambda i, o: _lib().rms_norm_plain_rows(i, e, o))
-    return _rowwise("rms_norm", a, axis, out, lambda i, o: _lib().rms_norm_rows(i, w, e, o))
+        return _rowwise("rms_norm", a, axis, out, "rms_norm_plain", (e,))
+    return _rowwise("rms_norm", a, axis, out, "rms_norm", (w, e))

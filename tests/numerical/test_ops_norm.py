@@ -84,6 +84,34 @@ def test_special_values_propagate_like_torch():
     np.testing.assert_allclose(dsl.ops.log_softmax(x), torch.log_softmax(t, -1).numpy(), rtol=1e-6)
 
 
+def test_columns_take_special_values_and_huge_logits_like_rows():
+    """Down the columns of x (the normalized axis not the contiguous one)
+    the answers are the row kernels' on the transpose (but for the order of
+    their sums): NaN, infinities and logits of 1e4 included, in the narrow
+    and wide strips."""
+    rows = np.array([[np.nan, 1, 2], [np.inf, 0, 1], [-np.inf, 0, 1], [1e4, -1e4, 1e4], [1, 2, 3]], np.float32)
+    for width in (5, 70):
+        x = np.tile(rows, (1, 24))[:, :width].T.copy()
+        for op in ("softmax", "log_softmax", "layer_norm", "rms_norm"):
+            f = getattr(dsl.ops, op)
+            np.testing.assert_allclose(f(x.T.copy(), axis=0), f(x, axis=1).T, rtol=1e-6, atol=1e-7, err_msg=op)
+
+
+@pytest.mark.parametrize("op", ["softmax", "layer_norm"])
+def test_layouts_of_the_result(op):
+    """A new result is laid out as x is (numpy's order='K'); an out laid out
+    otherwise gets the same numbers."""
+    f, ref = getattr(dsl.ops, op), {"softmax": softmax64, "layer_norm": layer_norm64}[op]
+    x = np.asfortranarray(RNG.standard_normal((70, 130)).astype(np.float32))
+    for axis in (0, 1):
+        got = f(x, axis=axis)
+        assert got.flags.f_contiguous
+        np.testing.assert_allclose(got, ref(x, axis), rtol=1e-5, atol=2e-6)
+        out = np.full((70, 130), np.nan, np.float32)
+        assert f(x, axis=axis, out=out) is out
+        np.testing.assert_array_equal(out, got)
+
+
 @pytest.mark.parametrize("rows, cols", [(1, 1), (3, 7), (17, 255), (64, 1024)])
 def test_against_torch(rows, cols):
     torch = pytest.importorskip("torch")
