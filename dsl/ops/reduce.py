@@ -6,9 +6,10 @@
     dsl.ops.argmax(x, axis=-1)                # int64, first maximum
 
 Kernels: `stdlib/reduce.tk`. The reduced axes are merged into one (R) and
-the kept axes into one (O), without copying when the strides allow: with R
-innermost the `_last` kernels run along contiguous rows; with O innermost
-the `_mid` kernels add whole rows at a time. Other layouts are copied first.
+the kept axes into one (O), each in the order of x's strides, without
+copying when the strides allow (reduce_layout.py): with R innermost the
+`_last` kernels run along contiguous rows; with O innermost the `_mid`
+kernels add whole rows at a time. Other layouts are copied first.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import numpy as np
 
 from . import _layout as L
 from .library import stdlib_kernel, stdlib_library
+from .reduce_layout import empty_like_kept, views
 
 __all__ = ["sum", "mean", "max", "min", "argmax"]
 
@@ -57,35 +59,8 @@ def _result_shape(shape, axes, keepdims: bool) -> tuple[int, ...]:
     return tuple(n for k, n in enumerate(shape) if k not in axes)
 
 
-def _operands(x: np.ndarray, axes: tuple[int, ...]):
-    """(kind, x view, O, R): kind 'last' with x as (O, R), or 'mid' with x as
-    (1, R, O); a layout that does not merge is copied to a contiguous one."""
-    if x.flags.c_contiguous and axes == tuple(range(x.ndim - len(axes), x.ndim)):
-        # The common case, trailing axes of a contiguous array, without the
-        # general path's stride arithmetic (8 of the 15 us a 64K max took).
-        lead = x.ndim - len(axes)
-        O, R = math.prod(x.shape[:lead]), math.prod(x.shape[lead:])
-        return "last", x.reshape(O, R), O, R
-    kept = [k for k in range(x.ndim) if k not in axes]
-    moved = x.transpose(kept + list(axes))
-    O = math.prod(x.shape[k] for k in kept)
-    R = math.prod(x.shape[k] for k in axes)
-    strides = [st // x.itemsize for st in x.strides]
-    oshape, ostr = L.merge_axes(tuple(x.shape[k] for k in kept), [[strides[k] for k in kept]])
-    rshape, rstr = L.merge_axes(tuple(x.shape[k] for k in axes), [[strides[k] for k in axes]])
-    if len(oshape) <= 1 and len(rshape) <= 1:
-        so = ostr[0][0] if oshape else 0
-        sr = rstr[0][0] if rshape else 0
-        if so == 1 and sr != 1 and O > 1:
-            return "mid", L.strided(x, (1, R, O), [0, sr, 1]), O, R
-        return "last", L.strided(x, (O, R), [so, sr]), O, R
-    return "last", np.ascontiguousarray(moved).reshape(O, R), O, R
-
-
-def _into(op: str, out, result_shape, dtype) -> tuple[np.ndarray, np.ndarray | None]:
-    """(the contiguous array the kernel writes, the user's `out` to copy into or None)."""
-    if out is None:
-        return np.empty(result_shape, dtype), None
+def _checked_out(op: str, out, result_shape, dtype) -> np.ndarray:
+    """The user's `out`, when it can take the result."""
     out = L.as_view(f"dsl.ops.{op}", "'out'", out)
     if not isinstance(out, np.ndarray) or out.dtype != dtype:
         raise TypeError(f"dsl.ops.{op}: 'out' must be a {np.dtype(dtype)} numpy array")
@@ -93,9 +68,7 @@ def _into(op: str, out, result_shape, dtype) -> tuple[np.ndarray, np.ndarray | N
         raise ValueError(f"dsl.ops.{op}: 'out' has shape {out.shape}, the result has {result_shape}")
     if not out.flags.writeable:
         raise ValueError(f"dsl.ops.{op}: 'out' is read-only")
-    if out.flags.c_contiguous:
-        return out, None
-    return np.empty(result_shape, dtype), out
+    return out
 
 
 def _trailing(op: str, x, axis, keepdims: bool, out):
@@ -125,17 +98,36 @@ def _reduce(op: str, x, axis, keepdims: bool, out):
     a = L.as_f32_array(op, "x", x)
     axes = normalize_axes(op, axis, a.ndim)
     shape = _result_shape(a.shape, axes, keepdims)
+    core_shape = _result_shape(a.shape, axes, False)
     dtype = np.int64 if op == "argmax" else np.float32
-    result, user_out = _into(op, out, shape, dtype)
-    kind, view, O, R = _operands(a, axes)
+    kept = [k for k in range(a.ndim) if k not in axes]
+    if out is None:  # laid out as numpy's: x's order for a ufunc's reduction, C order for argmax
+        result = np.empty(core_shape, dtype) if op == "argmax" else empty_like_kept(a, kept, core_shape, dtype)
+    else:
+        result = _checked_out(op, out, shape, dtype)
+        if keepdims:  # the reduced axes of 1 dropped (indexing: always a view)
+            result = result[tuple(0 if k in axes else slice(None) for k in range(a.ndim))]
+    O, R = math.prod(core_shape), math.prod(a.shape[k] for k in axes)
     if R == 0 and op != "sum" and O > 0:
         raise ValueError(f"dsl.ops.{op}: zero-size reduction (no identity for {op})")
-    flat = result.reshape(O) if kind == "last" else result.reshape(1, O)
     if O > 0:
-        _call(op, kind, view, flat)
-    if user_out is not None:
-        np.copyto(user_out, result)
-        return user_out
+        target = result
+        found = views(a, axes, target, any_order=op != "argmax")
+        if found is None:  # `out` laid out otherwise than x: into x's layout, then copied
+            target = empty_like_kept(a, kept, core_shape, dtype)
+            found = views(a, axes, target, any_order=op != "argmax")
+        if found is None:  # no axis of x contiguous: x copied into C order
+            a = np.ascontiguousarray(a)
+            found = views(a, axes, target, any_order=op != "argmax")
+        if found is None:  # reduced axes apart in memory: moved last, copied
+            target = np.empty(core_shape, dtype)
+            found = "last", np.ascontiguousarray(a.transpose(kept + list(axes))).reshape(O, R), target.reshape(O)
+        _call(op, *found)
+        if target is not result:
+            np.copyto(result, target)
+    if out is not None:
+        return out
+    result = result.reshape(shape)
     return result if result.ndim else result[()]
 
 
@@ -146,7 +138,7 @@ def _call(op: str, kind: str, view: np.ndarray, flat: np.ndarray) -> None:
     lib = _lib()
     if op == "argmax":
         if kind == "mid":
-            lib.argmax_mid(view, np.empty(flat.shape, np.float32), flat)
+            (lib.argmax_mid if view.shape[2] >= 64 else lib.argmax_mid16)(view, flat)
         else:
             lib.argmax_last(view, flat)
     elif op == "sum":  # kind "mid"
