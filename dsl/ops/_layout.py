@@ -40,10 +40,12 @@ def broadcast_shape(op: str, arrays: dict[str, np.ndarray]) -> tuple[int, ...]:
         raise ValueError(f"dsl.ops.{op}: shapes do not broadcast: {shapes}") from None
 
 
-def output(op: str, out, shape: tuple[int, ...]) -> np.ndarray:
-    """`out` checked (float32, the result's shape, writable), or a new array."""
+def output(op: str, out, shape: tuple[int, ...], like: tuple = ()) -> np.ndarray:
+    """`out` checked (float32, the result's shape, writable), or a new array
+    laid out as the inputs `like` of that shape are when they agree (numpy's
+    order='K': a Fortran-ordered x gives a Fortran-ordered exp(x)), else C."""
     if out is None:
-        return np.empty(shape, F32)
+        return _like(shape, like)
     out = as_view(f"dsl.ops.{op}", "'out'", out)
     if not isinstance(out, np.ndarray):
         raise TypeError(f"dsl.ops.{op}: 'out' must be a numpy array, got {type(out).__name__}")
@@ -54,6 +56,21 @@ def output(op: str, out, shape: tuple[int, ...]) -> np.ndarray:
     if not out.flags.writeable:
         raise ValueError(f"dsl.ops.{op}: 'out' is read-only")
     return out
+
+
+def _like(shape: tuple[int, ...], inputs: tuple) -> np.ndarray:
+    full = [x for x in inputs if isinstance(x, np.ndarray) and x.shape == tuple(shape) and 0 not in x.strides]
+    if not full or full[0].flags.c_contiguous:
+        return np.empty(shape, F32)
+    order = _axis_order(full[0])
+    if any(_axis_order(x) != order for x in full[1:]):
+        return np.empty(shape, F32)
+    return np.empty_like(full[0], dtype=F32)
+
+
+def _axis_order(a: np.ndarray) -> tuple[int, ...]:
+    """a's axes from the largest step in memory to the smallest (axes of 1 left out)."""
+    return tuple(sorted((k for k in range(a.ndim) if a.shape[k] > 1), key=lambda k: -abs(a.strides[k])))
 
 
 def unaliased(x: np.ndarray, out: np.ndarray) -> np.ndarray:
@@ -130,7 +147,15 @@ def flat_views(inputs: list[np.ndarray], out: np.ndarray) -> list[np.ndarray] | 
 
 def rank_views(shape: tuple[int, ...], arrays: list[np.ndarray]) -> tuple[int, list[list[np.ndarray]]]:
     """Views for the rank-1 kernel (rank 1) or rank-3 calls (rank 3, one list
-    of views per call: leading axes beyond three are looped over here)."""
+    of views per call: leading axes beyond three are looped over here). The
+    axes are taken in the order of the last array's (the output's) strides,
+    so that its stores, and the reads of any input laid out alike, run along
+    unit strides whatever the order of the axes in the shape."""
+    order = _axis_order(arrays[-1])
+    if order != tuple(sorted(order)):
+        order += tuple(k for k in range(len(shape)) if k not in order)
+        arrays = [a.transpose(order) for a in arrays]
+        shape = tuple(shape[k] for k in order)
     cshape, cstrides = coalesced(shape, arrays)
     if len(cshape) <= 1:
         n = cshape[0] if cshape else (0 if 0 in shape else 1)

@@ -80,6 +80,23 @@ def test_math_ops_on_every_view(op, case):
     np.testing.assert_array_equal(getattr(dsl.ops, op)(x), want)
 
 
+def test_results_are_laid_out_as_numpy_s():
+    """order='K': a new result follows its inputs' layout when they agree
+    (Fortran, transposed, reversed: positive strides in the same order), C
+    order when they do not; and the numbers are those of contiguous inputs."""
+    f = np.asfortranarray(rand(33, 70))
+    t = rand(5, 6, 7).transpose(2, 0, 1)
+    r = rand(40, 50)[::-1, ::-1]
+    c = np.ascontiguousarray
+    for name, args, numpy_op in (("exp", (f,), np.exp), ("add", (f, f), np.add), ("neg", (t,), np.negative),
+                                 ("sub", (f, 1.0), np.subtract), ("silu", (r,), np.exp), ("mul", (r, r), np.multiply),
+                                 ("add", (f, c(f)), np.add), ("copy", (t,), np.copy)):
+        got = getattr(dsl.ops, name)(*args)
+        assert got.strides == numpy_op(*args).strides, name
+        np.testing.assert_array_equal(got, getattr(dsl.ops, name)(*(c(a) if isinstance(a, np.ndarray) else a
+                                                                       for a in args)))
+
+
 def test_out_preallocated_strided_and_in_place():
     x, y = rand(64, 33), rand(33)
     out = np.zeros((64, 66), np.float32)[:, ::2]
