@@ -119,6 +119,17 @@ def cases(n: int, rows: int, torch):
         ("softmax 64x1024 (L2)", "ms", None, None, {"dslc": lambda: ops.softmax(m_small, out=m_small_out)}),
         (f"layer_norm {rows}x4096", "ms", None, 8 * big.size, {"dslc": lambda: ops.layer_norm(big, w, b, out=big_out)}),
         (f"rms_norm {rows}x4096", "ms", None, 8 * big.size, {"dslc": lambda: ops.rms_norm(big, w, out=big_out)}),
+        # Other layouts: the axis not the contiguous one, a Fortran-ordered array.
+        (f"softmax {rows}x1024 axis 0", "ms", None, 8 * m.size,
+         {"dslc": lambda: ops.softmax(m, axis=0, out=m_out)}),
+        (f"layer_norm {rows}x1024 axis 0", "ms", None, 8 * m.size,
+         {"dslc": lambda: ops.layer_norm(m, axis=0, out=m_out)}),
+        (f"argmax {rows}x1024 rows", "GB/s", 4 * m.size / 1e9, 4 * m.size,
+         {"dslc": lambda: ops.argmax(m, axis=1), "numpy": lambda: np.argmax(m, axis=1)}),
+        (f"sum {rows}x4096 Fortran", "GB/s", 4 * big.size / 1e9, 4 * big.size,
+         {"dslc": lambda: ops.sum(big.T), "numpy": lambda: np.sum(big.T)}),
+        (f"exp {rows}x4096 Fortran", "Gelem/s", big.size / 1e9, 8 * big.size,
+         {"dslc": lambda: ops.exp(big.T, out=big_out.T), "numpy": lambda: np.exp(big.T, out=big_out.T)}),
     ]
     if torch is not None:
         tx, ty, tz, tout = (torch.from_numpy(a) for a in (x, y, z, out))
@@ -133,6 +144,10 @@ def cases(n: int, rows: int, torch):
             "softmax 64x1024 (L2)": lambda: torch.softmax(tms, -1),
             f"layer_norm {rows}x4096": lambda: F.layer_norm(tbig, (4096,), tw, tb),
             f"rms_norm {rows}x4096": lambda: F.rms_norm(tbig, (4096,), tw, eps=1e-6),
+            f"softmax {rows}x1024 axis 0": lambda: torch.softmax(tm, 0),
+            f"layer_norm {rows}x1024 axis 0": lambda: F.layer_norm(tm.T, (rows,)),
+            f"argmax {rows}x1024 rows": lambda: torch.argmax(tm, 1),
+            f"sum {rows}x4096 Fortran": lambda: torch.sum(tbig.T),
         }
         for name, _, _, _, impls in table_:
             if name in extra:
