@@ -14,6 +14,9 @@ last axis in the kernel), an M index of the other operand its rows, the K
 index with the smallest stride in the M operand its sum axis; the other K
 indices are batch-reduce loops summed into the same C tile (BRGEMM), and the
 other output indices loops around it, the outermost of them on all threads.
+With no M index and B contiguous along a sum, the kernel is a plain nest
+summing along B's rows instead (dot products, vectorized). A permutation of
+one operand is `permute`'s blocked copy.
 Operands and the output are passed as transposed views: nothing is copied.
 
 first_touch: None or "zero" (the result replaces `out`, as numpy.einsum), or
@@ -33,6 +36,7 @@ from .arrays import SUFFIX, as_array, check_float_dtype, check_out, finish, kern
 from .call_plans import remember
 from .einsum_ellipsis import expand_ellipsis
 from .generated import generated_library
+from .permutation import permute
 
 HELPERS = {
     "gelu": "def gelu_{t}(x: {t}) -> {t}:\n    return 0.5 * x * (1.0 + erf(x * 0.7071067811865476))\n",
@@ -66,6 +70,10 @@ def contract(spec: str, *operands, out=None, first_touch=None, last_touch=None) 
             raise ValueError("contract: first_touch='accumulate' adds to out, which must be given")
     else:
         out = check_out("contract", out, shape, dtype)
+    if len(inputs) == 1 and not steps and first_touch != "accumulate" and _is_permutation(inputs[0], output):
+        # A copy into another axis order: the blocked permute reads and writes
+        # whole cache lines, where a loop nest would stride through one side.
+        return permute(arrays[0], tuple(inputs[0].index(x) for x in output), out=out)
     viewed = [kernel_view(a, dtype) for a in arrays]
     quick = quick if all(v is a for v, a in zip(viewed, arrays)) else None  # no copies to replay
     arrays = viewed
@@ -96,6 +104,10 @@ def contract(spec: str, *operands, out=None, first_touch=None, last_touch=None) 
         back = tuple(plan.output.index(x) for x in output)
         remember(_replays, quick, _Replay(kernel, perms, inner.shape, back, _axes(output, plan), dtype))
     return finish(target, out)
+
+
+def _is_permutation(term: str, output: str) -> bool:
+    return len(set(term)) == len(term) and sorted(term) == sorted(output)
 
 
 class _Replay(NamedTuple):
@@ -137,7 +149,7 @@ def _replay(known: _Replay, operands: tuple) -> np.ndarray:
     inner = np.empty(known.inner_shape, known.dtype)
     out = inner.transpose(known.back)
     views = [a.transpose(p) if p is not None else a.reshape(1) for a, p in zip(operands, known.perms)]
-    known.kernel(*views, out.transpose(known.target_axes))
+    known.kernel(*views, out.transpose(known.target_axes) if out.ndim else out.reshape(1))
     return out
 
 
@@ -254,6 +266,10 @@ def loop_order(inputs: list[str], output: str, arrays: list[np.ndarray], out) ->
     y = owner[n].index(True)  # the operand with the vector axis ("B")
     x = 1 - y
     m_choices = [lab for lab in single if owner[lab][x]]
+    if not m_choices and last[y] is not None and last[y] in summed:
+        # No M index, and B is contiguous along a sum: dot products along its
+        # rows (the sum vectorized) beat vectors of n gathered down columns.
+        return Plan("".join(by_stride), summed, [0, 1], last)
     inner = [m_choices and min(m_choices, key=out_stride) or None, n]
     outer = [lab for lab in by_stride if lab not in inner]
     order_out = "".join(outer + [lab for lab in inner if lab])
@@ -329,6 +345,7 @@ def kernel_text(plan: Plan, inputs: list[str], output: str, t: str, steps: list[
             value = f"{step}_{t}({value})"
             helpers.append(HELPERS[step].format(t=t))
     head = "".join(dict.fromkeys(helpers))
-    # Adding to out starts each sum from out (as BLAS's beta = 1): a reordering.
-    options = "@options(reassociate=True)\n" if accumulate else ""
-    return f"{head}\n{options}def contract({', '.join(params)}):\n    C[{c_at}] = {value}\n"
+    # Sums in any order, as numpy.einsum's (SIMD, pairwise) and the micro-kernel's
+    # (adding to out starts each sum from out, as BLAS's beta = 1): a sum
+    # that is no contraction (a row of dot products, say) vectorizes.
+    return f"{head}\n@options(reassociate=True)\ndef contract({', '.join(params)}):\n    C[{c_at}] = {value}\n"

@@ -13,6 +13,7 @@ import pytest
 from numpy.lib.stride_tricks import as_strided
 
 import dsl
+from dsl.ops import einsum
 
 
 def rand(shape, dtype=np.float32, seed=0):
@@ -174,3 +175,46 @@ def test_a_layout_seen_before_replays_its_kernel():
             got = dsl.ops.contract("ij,jk->ik", x, y)
             assert got.dtype == dtype
             check(got, "ij,jk->ik", x, y)
+
+
+def test_a_rank0_result_replays():
+    """A full contraction to a scalar, called twice with one layout: the
+    second call replays the kernel and passes the result as one element."""
+    v = rand((257,))
+    for seed in range(3):
+        w = rand((257,), seed=seed)
+        got = dsl.ops.contract("i,i->", v, w)
+        assert got.shape == ()
+        check(got, "i,i->", v, w)
+
+
+@pytest.mark.parametrize("spec, shapes", [
+    ("ij,ij->i", [(37, 515), (37, 515)]), ("ij,j->i", [(37, 515), (515,)]), ("bij,bj->bi", [(3, 5, 130), (3, 130)]),
+])
+def test_sums_along_contiguous_rows_are_dot_products(spec, shapes):
+    """With no M index and B contiguous along the sum, the kernel sums along
+    rows (vectorized, reordered as einsum may) instead of gathering columns."""
+    operands = [rand(s, seed=i) for i, s in enumerate(shapes)]
+    inputs, output = einsum.parse_spec(spec, operands)
+    plan = einsum.loop_order(inputs, output, operands, None)
+    assert plan.summed == "j" and plan.output.endswith("i")
+    text = einsum.kernel_text(plan, inputs, output, "f32", [], False, None)
+    assert "@options(reassociate=True)" in text and "D_i, D_j]" in text
+    check(dsl.ops.contract(spec, *operands), spec, *operands)
+
+
+def test_a_permutation_is_a_blocked_copy(monkeypatch):
+    """One operand, no sum: the result is dsl.ops.permute's, into `out` too."""
+    calls = []
+    real = einsum.permute
+    monkeypatch.setattr(einsum, "permute", lambda *a, **k: calls.append(a[1]) or real(*a, **k))
+    x = rand((4, 5, 6), np.float64)[:, ::-1]
+    got = dsl.ops.contract("ijk->kij", x)
+    np.testing.assert_array_equal(got, np.einsum("ijk->kij", x))
+    out = np.zeros((6, 4, 5), np.float32)[::-1]
+    y = rand((4, 5, 6))
+    assert dsl.ops.contract("ijk->kij", y, out=out) is out
+    np.testing.assert_array_equal(out, np.einsum("ijk->kij", y))
+    assert calls == [(2, 0, 1), (2, 0, 1)]
+    with pytest.raises(TypeError, match="contract: unsupported dtype int32"):
+        dsl.ops.contract("ij->ji", np.ones((2, 2), np.int32))
