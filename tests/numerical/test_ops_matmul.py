@@ -57,6 +57,38 @@ def test_views(size):
         close(dsl.ops.matmul(a, b), a, b)
 
 
+def test_an_operand_stepped_both_ways_is_copied_to_rows(monkeypatch):
+    """Neither rows nor columns contiguous: the kernel gets a C-ordered copy
+    (its general-stride code would gather every vector), a broadcast batch
+    copied once; the result is the same."""
+    from dsl.ops import dense
+
+    passed = []
+    lib = dense._kernels()
+
+    class Spy:
+        def __init__(self, kernel):
+            self.kernel = kernel
+
+        def __call__(self, *args):
+            passed.append(args)
+            return self.kernel(*args)
+
+        def try_fast(self, *args):
+            passed.append(args)
+            return self.kernel.try_fast(*args)
+
+    monkeypatch.setattr(dense, "_kernels", lambda: type("L", (), {"__getattr__": lambda _, name: Spy(getattr(lib, name))})())
+    a, b = rand((40, 60))[::2, ::3], rand((20, 30))
+    close(dsl.ops.matmul(a, b), a, b)
+    batched = np.broadcast_to(rand((34, 40))[::2, ::2], (3, 17, 20))
+    close(dsl.ops.matmul(batched, b[:, :7]), batched, b[:, :7])
+    for args in passed:
+        for x in args[:2]:
+            assert x.strides[-1] == 4 or x.strides[-2] == 4, x.strides
+    assert passed[-1][0].strides[0] == 0  # the batch still broadcast, not copied thrice
+
+
 @pytest.mark.parametrize("shapes", [
     ((5,), (5,)), ((5,), (5, 3)), ((4, 5), (5,)), ((2, 3, 4, 5), (5,)), ((5,), (2, 5, 3)),
     ((2, 1, 4, 5), (3, 5, 6)), ((1, 7, 9), (6, 9, 2)), ((6, 7, 9), (9, 2)), ((3, 1, 2, 4, 5), (2, 1, 5, 3)),
@@ -207,6 +239,34 @@ def test_one_row_or_column_is_a_matrix_vector_product(shapes, monkeypatch):
     out = np.empty((m, b.shape[1]), np.float32)
     dsl.ops.matmul(a, b, out=out)
     close(out, a, b)
+
+
+@pytest.mark.parametrize("vector_first", [False, True])
+def test_a_vector_operand_takes_the_matrix_vector_short_path(vector_first, monkeypatch):
+    """W @ v and v @ W go straight to the matrix-vector kernels, `out` too;
+    an out that overlaps an operand, or unaligned memory, goes the general way."""
+    from dsl.ops import dense
+
+    w, v = rand((70, 70)), rand((70,), seed=1)
+    args = (v, w) if vector_first else (w, v)
+    seen = []
+    monkeypatch.setattr(dense, "_product", lambda *a: seen.append(a))
+    close(dsl.ops.matmul(*args), *args)
+    out = np.full(70, np.nan, np.float32)
+    assert dsl.ops.matmul(*args, out=out) is out
+    close(out, *args)
+    assert not seen
+    monkeypatch.undo()
+    want = args[0].astype(np.float64) @ args[1].astype(np.float64)
+    inside = w.copy()
+    inside_args = (inside[0], inside) if vector_first else (inside, inside[:, 0])
+    want_inside = inside_args[0].astype(np.float64) @ inside_args[1].astype(np.float64)
+    assert np.allclose(dsl.ops.matmul(*inside_args, out=inside[:, 3]), want_inside, rtol=1e-5, atol=1e-5)
+    raw = np.zeros(70 * 4 + 1, np.uint8)
+    unaligned = np.frombuffer(raw[1:].data, np.float32)
+    unaligned[...] = v
+    got = dsl.ops.matmul(unaligned, w) if vector_first else dsl.ops.matmul(w, unaligned)
+    assert np.allclose(got, want, rtol=1e-5, atol=1e-5)
 
 
 @pytest.mark.parametrize("m, k, n", [(2, 300, 41), (8, 33, 7), (5, 2, 9), (3, 4096, 8)])
