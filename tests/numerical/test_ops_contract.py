@@ -218,3 +218,25 @@ def test_a_permutation_is_a_blocked_copy(monkeypatch):
     assert calls == [(2, 0, 1), (2, 0, 1)]
     with pytest.raises(TypeError, match="contract: unsupported dtype int32"):
         dsl.ops.contract("ij->ji", np.ones((2, 2), np.int32))
+
+
+@pytest.mark.parametrize("spec", ["bij->bj", "bij->ij", "bij->jb", "bij->j"])
+def test_a_sum_keeping_the_contiguous_axis_is_dsl_ops_sum(spec, monkeypatch):
+    """One float32 operand summed over axes other than its contiguous one:
+    dsl.ops.sum reads it in memory order (the kernel's sum would run down
+    columns); the result in the spec's order, into `out` too."""
+    from dsl.ops import reduce as reduce_ops
+
+    calls = []
+    real = reduce_ops.sum
+    monkeypatch.setattr(reduce_ops, "sum", lambda x, axis, out=None: calls.append(axis) or real(x, axis=axis, out=out))
+    x = rand((6, 7, 37))
+    check(dsl.ops.contract(spec, x), spec, x)
+    out = np.full(np.einsum(spec, x).shape + (2,), np.nan, np.float32)[..., 0]
+    assert dsl.ops.contract(spec, x, out=out) is out
+    check(out, spec, x)
+    summed = tuple(i for i, label in enumerate("bij") if label not in spec.split("->")[1])
+    assert calls == [summed, summed]
+    dsl.ops.contract("bij->bi", x)  # the sum along the contiguous axis stays the kernel's
+    dsl.ops.contract("bij->bj", x.astype(np.float64))  # float64: the kernel's
+    assert len(calls) == 2
