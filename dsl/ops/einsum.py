@@ -36,16 +36,12 @@ import numpy as np
 from .arrays import SUFFIX, as_array, check_float_dtype, check_out, finish, kernel_view, writable_target
 from .call_plans import remember
 from .einsum_ellipsis import expand_ellipsis
+from .einsum_text import axes_in_order as _axes, kernel_text
 from .generated import generated_library
 from . import reduce as reduce_ops
 from .permutation import permute
 
-HELPERS = {
-    "gelu": "def gelu_{t}(x: {t}) -> {t}:\n    return 0.5 * x * (1.0 + erf(x * 0.7071067811865476))\n",
-    "silu": "def silu_{t}(x: {t}) -> {t}:\n    return x / (1.0 + exp(-x))\n",
-}
 FIRST_TOUCH = (None, "zero", "accumulate")
-ONE = "#"  # the index of a size-1 axis standing in for a rank-0 tensor
 
 
 def contract(spec: str, *operands, out=None, first_touch=None, last_touch=None) -> np.ndarray:
@@ -84,7 +80,7 @@ def contract(spec: str, *operands, out=None, first_touch=None, last_touch=None) 
            tuple(steps), first_touch, bias_term, dtype.str)
     found = _plans.get(key)
     if found is None:
-        plan = loop_order(inputs, output, arrays, out)
+        plan = loop_order(inputs, output, arrays, out, loops=not steps)
         text = kernel_text(plan, inputs, output, SUFFIX[dtype], steps, first_touch == "accumulate", bias_term)
         found = _plans[key] = (plan, text)
     plan, text = found
@@ -254,8 +250,10 @@ class Plan:
     """The kernel's loop order: output labels (C's axes, outermost first),
     summed labels (outermost first), and the operands in the order written."""
 
-    def __init__(self, output: str, summed: str, written: list[int], last: list[str | None] | None = None):
+    def __init__(self, output: str, summed: str, written: list[int], last: list[str | None] | None = None,
+                 loops: bool = False):
         self.output, self.summed, self.written = output, summed, written
+        self.loops = loops  # plain loops adding into C, the sums outside C's last axis (einsum_text.py)
         # Per operand, the label of its innermost axis in the kernel: the vector
         # axis, or the one of unit stride (compiled code is fastest when every
         # tensor's innermost stride is 1; see backends/llvm/versions.py).
@@ -266,8 +264,9 @@ class Plan:
         return order.index(label) if label in order else len(order)
 
 
-def loop_order(inputs: list[str], output: str, arrays: list[np.ndarray], out) -> Plan:
-    """Pick the micro-kernel's axes from strides (see the module's docstring)."""
+def loop_order(inputs: list[str], output: str, arrays: list[np.ndarray], out, loops: bool = True) -> Plan:
+    """Pick the micro-kernel's axes from strides (see the module's docstring);
+    `loops`: whether plain loops adding into C may serve (not with a last touch)."""
     def out_stride(label: str) -> int:  # by position when we make the output
         position = output.index(label)
         return abs(out.strides[position]) if out is not None else len(output) - position
@@ -276,19 +275,17 @@ def loop_order(inputs: list[str], output: str, arrays: list[np.ndarray], out) ->
     by_stride = sorted(output, key=out_stride, reverse=True)
     last = [_unit_axis(term, a) for term, a in zip(inputs, arrays)]
     if len(inputs) != 2:
-        return Plan("".join(by_stride), summed, list(range(len(inputs))), last)
+        return _sum_plan(by_stride, summed, list(range(len(inputs))), last, inputs, arrays, loops)
     owner = {x: [x in term for term in inputs] for x in output}
     single = [x for x in output if sum(owner[x]) == 1]
     if not single:
-        return Plan("".join(by_stride), summed, [0, 1], last)
+        return _sum_plan(by_stride, summed, [0, 1], last, inputs, arrays, loops)
     n = min(single, key=out_stride)
     y = owner[n].index(True)  # the operand with the vector axis ("B")
     x = 1 - y
     m_choices = [lab for lab in single if owner[lab][x]]
-    if not m_choices and last[y] is not None and last[y] in summed:
-        # No M index, and B is contiguous along a sum: dot products along its
-        # rows (the sum vectorized) beat vectors of n gathered down columns.
-        return Plan("".join(by_stride), summed, [0, 1], last)
+    if not m_choices:  # no micro-kernel without M
+        return _sum_plan(by_stride, summed, [0, 1], last, inputs, arrays, loops)
     inner = [m_choices and min(m_choices, key=out_stride) or None, n]
     outer = [lab for lab in by_stride if lab not in inner]
     order_out = "".join(outer + [lab for lab in inner if lab])
@@ -309,6 +306,26 @@ def loop_order(inputs: list[str], output: str, arrays: list[np.ndarray], out) ->
     return Plan(order_out, order_sum, written, last)
 
 
+def _sum_plan(by_stride: list[str], summed: str, written: list[int], last: list, inputs: list[str],
+              arrays: list[np.ndarray], loops: bool) -> Plan:
+    """A nest that is no contraction. Its sums innermost (index notation)
+    when the largest operand is contiguous along one of them (or along no
+    axis): dot products, vectorized. Else plain loops, C's axis along which
+    the largest operand is contiguous innermost, the sums
+    (largest stride first) around it (bij,bij->bj of 64 x 64 x 256, 1 thread:
+    1.9 ms summing down columns)."""
+    inner = max(zip(arrays, last), key=lambda pair: pair[0].size)[1]
+    if not loops or not summed or inner is None or inner in summed:
+        return Plan("".join(by_stride), summed, written, last)
+
+    def stride(label: str) -> int:
+        return max(abs(a.strides[term.index(label)]) if label in term else 0 for term, a in zip(inputs, arrays))
+
+    sums = "".join(sorted(summed, key=stride, reverse=True))
+    last = [inner if inner in term else lab for term, lab in zip(inputs, last)]
+    return Plan("".join([lab for lab in by_stride if lab != inner] + [inner]), sums, written, last, loops=True)
+
+
 def _unit_axis(term: str, a: np.ndarray) -> str | None:
     """The label of `a`'s axis of unit stride (of more than one element), if any."""
     for label, size, stride in zip(term, a.shape, a.strides):
@@ -317,54 +334,6 @@ def _unit_axis(term: str, a: np.ndarray) -> str | None:
     return None
 
 
-def _axes(term: str, plan: Plan, last: str | None = None) -> list[int]:
-    """`term`'s axes in the kernel's loop order, the `last` label's innermost."""
-    return sorted(range(len(term)), key=lambda i: (term[i] == last, plan.rank(term[i])))
-
-
 def _view(a: np.ndarray, term: str, plan: Plan, last: str | None = None) -> np.ndarray:
     """`a` with its axes in the kernel's order (a rank-0 array as one element)."""
     return a.transpose(_axes(term, plan, last)) if term else a.reshape(1)
-
-
-def _subscript(term: str, plan: Plan, last: str | None = None) -> str:
-    labels = [term[i] for i in _axes(term, plan, last)] if term else [ONE]
-    return ", ".join(_index(x) for x in labels)
-
-
-def _index(label: str) -> str:
-    return "i_one" if label == ONE else f"i_{label}"
-
-
-def _dims(term: str, plan: Plan, last: str | None = None) -> str:
-    labels = [term[i] for i in _axes(term, plan, last)] if term else [ONE]
-    return ", ".join("D_one" if x == ONE else f"D_{x}" for x in labels)
-
-
-def kernel_text(plan: Plan, inputs: list[str], output: str, t: str, steps: list[str], accumulate: bool,
-                bias_term: str | None) -> str:
-    """The kernel in index notation (see the module's docstring)."""
-    params = [f"X{i}: {t}[{_dims(term, plan, plan.last[i])}]" for i, term in enumerate(inputs)]
-    if bias_term is not None:
-        params.append(f"Bias: {t}[{_dims(bias_term, plan) if bias_term else 'D_one'}]")
-    params.append(f"C: {t}[{_dims(output, plan)}]")
-    c_at = _subscript(output, plan)
-    value = " * ".join(f"X{i}[{_subscript(inputs[i], plan, plan.last[i])}]" for i in plan.written)
-    if plan.summed:
-        value = f"sum({value})"
-    if accumulate:
-        value = f"C[{c_at}] + {value}"
-    helpers = []
-    for step in steps:
-        if step == "relu":
-            value = f"max({value}, 0.0)"
-        elif step == "bias":
-            value = f"{value} + Bias[{_subscript(bias_term, plan) if bias_term else '0'}]"
-        else:
-            value = f"{step}_{t}({value})"
-            helpers.append(HELPERS[step].format(t=t))
-    head = "".join(dict.fromkeys(helpers))
-    # Sums in any order, as numpy.einsum's (SIMD, pairwise) and the micro-kernel's
-    # (adding to out starts each sum from out, as BLAS's beta = 1): a sum
-    # that is no contraction (a row of dot products, say) vectorizes.
-    return f"{head}\n@options(reassociate=True)\ndef contract({', '.join(params)}):\n    C[{c_at}] = {value}\n"

@@ -240,3 +240,30 @@ def test_a_sum_keeping_the_contiguous_axis_is_dsl_ops_sum(spec, monkeypatch):
     dsl.ops.contract("bij->bi", x)  # the sum along the contiguous axis stays the kernel's
     dsl.ops.contract("bij->bj", x.astype(np.float64))  # float64: the kernel's
     assert len(calls) == 2
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("spec, shapes", [
+    ("bij,bij->bj", [(3, 5, 37), (3, 5, 37)]), ("bij,bij->j", [(3, 5, 37), (3, 5, 37)]),
+    ("bij,i->bj", [(3, 5, 37), (5,)]), ("bij,b->ji", [(3, 5, 37), (3,)]), (",bij->ij", [(), (4, 3, 33)]),
+    ("ji,j->i", [(6, 40), (6,)]),
+])
+def test_sums_across_rows_add_into_c(spec, shapes, dtype):
+    """The largest operand contiguous along an axis C keeps: plain loops add
+    each product into C along that axis, the sums around it (a sum innermost
+    would run down columns); zeroed first, or added to `out` when accumulating."""
+    operands = [rand(s, dtype, i) for i, s in enumerate(shapes)]
+    inputs, output = einsum.parse_spec(spec, operands)
+    plan = einsum.loop_order(inputs, output, operands, None)
+    text = einsum.kernel_text(plan, inputs, output, "f32", [], False, None)
+    assert plan.loops and "C[" in text and "] += " in text and "] = 0.0" in text, text
+    assert "= 0.0" not in einsum.kernel_text(plan, inputs, output, "f32", [], True, None)
+    rtol = 1e-6 if dtype == np.float32 else 1e-14
+    check(dsl.ops.contract(spec, *operands), spec, *operands, rtol=rtol)
+    start = rand(np.einsum(spec, *operands).shape, dtype, 7)
+    out = start.copy()
+    dsl.ops.contract(spec, *operands, out=out, first_touch="accumulate")
+    np.testing.assert_allclose(out - start, np.einsum(spec, *operands), rtol=1e-4, atol=1e-4)
+    relu = dsl.ops.contract(spec, *operands, last_touch="relu")  # with a last touch: the sum form
+    np.testing.assert_allclose(relu, np.maximum(np.einsum(spec, *operands), 0), rtol=1e-4, atol=1e-4)
+    assert not einsum.loop_order(inputs, output, operands, None, loops=False).loops
