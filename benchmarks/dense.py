@@ -6,7 +6,8 @@ turn; the table shows medians). Prints GFLOP/s or GB/s and the ratios.
 
 Cases: SGEMM (square, the issue's 512x3584x3584, odd sizes), the batched
 broadcast (1,128,256) @ (64,256,128), the seeds' tensor-operation
-configuration as GEMM, BRGEMM and BRGEMM + zero + ReLU, matvec, permute.
+configuration as GEMM, BRGEMM and BRGEMM + zero + ReLU, matvec, permute,
+contractions that are no GEMM (einsum).
 Needs threadpoolctl and torch (`pip install threadpoolctl torch==2.13.0`).
 """
 
@@ -154,6 +155,31 @@ def permute_rows(threads, repeats) -> list[list[str]]:
     return rows
 
 
+# Contractions that are no GEMM: each takes another path of dsl.ops.contract
+# (dot products along rows, loops adding into C along its contiguous axis, a
+# sum that keeps the contiguous axis, a permutation).
+EINSUM = [("ij,j->i", [(4096, 4096), (4096,)]), ("bij,bij->bj", [(64, 256, 256), (64, 256, 256)]),
+          ("bij,i->bj", [(64, 256, 256), (256,)]), ("bij->ij", [(64, 256, 256)]), ("ijk->kji", [(64, 256, 256)])]
+
+
+def einsum_rows(threads, repeats) -> list[list[str]]:
+    rows = []
+    rng = np.random.default_rng(5)
+    for spec, shapes in EINSUM:
+        xs = [rng.standard_normal(shape, np.float32) for shape in shapes]
+        out = np.empty(np.einsum(spec, *xs).shape, np.float32)
+        txs, tout = [torch.from_numpy(x) for x in xs], torch.from_numpy(out)
+        moved = sum(x.nbytes for x in xs) + out.nbytes
+        for t in threads:
+            with _threads(t):
+                s = interleaved({"dslc": lambda: dsl.ops.contract(spec, *xs, out=out),
+                                 "numpy": lambda: np.einsum(spec, *xs, out=out),
+                                 "torch": lambda: tout.copy_(torch.einsum(spec, *txs))}, repeats,
+                                settle=settle_for(t))
+            rows.append(rate_row(f"{spec} {' '.join(str(x.shape) for x in xs)}", t, moved, s))
+    return rows
+
+
 class _threads:
     """dslc, OpenBLAS (numpy) and torch all on `n` threads."""
 
@@ -195,11 +221,13 @@ def main() -> int:
         ("Matrix-vector product (dsl.ops.matvec), bytes of A and the vectors", "GB/s",
          lambda: matvec_rows(threads, repeats)),
         ("Permute (dsl.ops.permute), bytes read + written", "GB/s", lambda: permute_rows(threads, repeats)),
+        ("Contractions that are no GEMM (dsl.ops.contract; numpy.einsum, torch.einsum), bytes of operands and "
+         "result", "GB/s", lambda: einsum_rows(threads, repeats)),
     ]
     when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     lines = [f"Machine: {machine()}; {when}; medians of {repeats} interleaved samples; "
              f"numpy {np.__version__}, torch {torch.__version__}.", ""]
-    keys = ("sgemm", "transposed", "batched", "seed", "matvec", "permute")
+    keys = ("sgemm", "transposed", "batched", "seed", "matvec", "permute", "einsum")
     for key, (title, unit, rows_of) in zip(keys, sections, strict=True):
         rows = rows_of()
         print(f"\n{title}\n{table(HEADER[unit], rows)}", flush=True)
