@@ -19,7 +19,9 @@ import math
 
 import numpy as np
 
+from ..library import num_threads
 from . import _layout as L
+from .arrays import view_as
 from .library import stdlib_kernel, stdlib_library
 from .reduce_layout import empty_like_kept, views
 
@@ -142,9 +144,34 @@ def _call(op: str, kind: str, view: np.ndarray, flat: np.ndarray) -> None:
         else:
             lib.argmax_last(view, flat)
     elif op == "sum":  # kind "mid"
-        lib.sum_mid(view, np.empty(flat.shape[1], np.float64), flat)
+        _sum_mid(lib, view, flat)
     else:
         getattr(lib, f"{op}_mid")(view, flat)
+
+
+# One output row split into a strip of columns per thread from this many
+# elements of x, and columns per thread (2 threads of Zen 4, sums down the
+# columns of a 64 x 65536 array: 1.34 -> 0.33 ms, numpy 0.87; of 1024 x 1024
+# split in two: 0.088 -> 0.125, so that one stays whole).
+_SPLIT_MID_ELEMENTS = 1 << 20
+_SPLIT_MID_COLUMNS = 2048
+
+
+def _sum_mid(lib, view: np.ndarray, flat: np.ndarray) -> None:
+    """flat[o, i] = the sum of view[o, :, i]; a single o wide enough is cut
+    into one strip of columns per thread (strips 64 bytes apart), the
+    columns left over in a second call."""
+    O, R, I = view.shape
+    threads = num_threads()
+    if O > 1 or threads < 2 or R * I < _SPLIT_MID_ELEMENTS or I < _SPLIT_MID_COLUMNS * threads:
+        lib.sum_mid(view, np.empty((O, I), np.float64), flat)
+        return
+    width = I // threads // 16 * 16
+    done = width * threads
+    strips = view_as(view[0, :, :done], (R, threads, width)).transpose(1, 0, 2)
+    lib.sum_mid(strips, np.empty((threads, width), np.float64), view_as(flat[0, :done], (threads, width)))
+    if done < I:
+        lib.sum_mid(view[:, :, done:], np.empty((1, I - done), np.float64), flat[:, done:])
 
 
 def _along_rows(kernel, view: np.ndarray, flat: np.ndarray) -> None:

@@ -135,3 +135,23 @@ def test_sum_of_16m_within_1e6_of_numpy_pairwise(layout):
     assert np.all(np.abs(got - pairwise) <= 1e-6 * np.abs(pairwise))
     assert np.all(np.abs(got - exact) <= 1e-6 * np.abs(exact))
     np.testing.assert_allclose(dsl.ops.mean(x), np.mean(x), rtol=1e-6)
+
+
+def test_a_wide_column_sum_split_across_threads_is_the_same_sum(monkeypatch):
+    """Sums down the columns of one wide output row run as a strip of columns
+    per thread (and the columns left over): each column is added in the same
+    order, so 1, 2 and 3 threads give the same bits, within float64's answer."""
+    from dsl.ops import reduce as reduce_ops
+
+    x = np.random.default_rng(3).standard_normal((40, 3 * 2048 * 3 + 37)).astype(np.float32)
+    monkeypatch.setattr(reduce_ops, "_SPLIT_MID_ELEMENTS", 1)
+    results = []
+    for threads in (1, 2, 3):
+        dsl.set_num_threads(threads)
+        try:
+            results.append(dsl.ops.sum(x, axis=0))
+        finally:
+            dsl.set_num_threads(0)
+    np.testing.assert_array_equal(results[0], results[1])
+    np.testing.assert_array_equal(results[0], results[2])
+    np.testing.assert_allclose(results[0], x.astype(np.float64).sum(axis=0), rtol=1e-6, atol=1e-5)
