@@ -18,6 +18,9 @@ from . import _layout as L
 
 # At least this many columns of I take the 64-lane kernels (stdlib/norm_cols.tk).
 WIDE_COLUMNS = 64
+# Softmax down columns at least this long takes the two-pass kernel
+# (softmax_long_cols64: a 64-column strip of them outgrows L2).
+LONG_COLUMNS = 1024
 
 
 def views(a: np.ndarray, out: np.ndarray, axis: int):
@@ -48,7 +51,11 @@ def kernel_name(kind: str, name: str, x_view: np.ndarray) -> tuple[str, str]:
     """(stdlib module, kernel) of `name` ('softmax', 'layer_norm_plain', ...) for these views."""
     if kind == "rows":
         return "norm", f"{name}_rows"
-    return "norm_cols", f"{name}_cols{64 if x_view.shape[2] >= WIDE_COLUMNS else 16}"
+    if x_view.shape[2] < WIDE_COLUMNS:
+        return "norm_cols", f"{name}_cols16"
+    if name == "softmax" and x_view.shape[1] >= LONG_COLUMNS:
+        return "norm_cols", "softmax_long_cols64"
+    return "norm_cols", f"{name}_cols64"
 
 
 def _other_axes(a: np.ndarray, out: np.ndarray, axis: int) -> tuple[tuple[int, ...], list[list[int]]]:

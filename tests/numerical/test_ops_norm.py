@@ -103,6 +103,24 @@ def test_columns_take_special_values_and_huge_logits_like_rows():
             np.testing.assert_allclose(f(x.T.copy(), axis=0), f(x, axis=1).T, rtol=1e-6, atol=1e-7, err_msg=op)
 
 
+def test_long_columns_take_the_two_pass_softmax():
+    """Columns of 1024 rows or more: the max and the sum in one pass, 8 rows
+    at a time, rescaled to each new max (rows that raise it late included),
+    then one pass that writes; special values as the row kernel's."""
+    from dsl.ops import norm_layout
+
+    x = RNG.standard_normal((1100, 70)).astype(np.float32)
+    x[1090:, 1] += 30  # the maximum found in the last block of rows
+    x[::3, 2] -= 80  # terms far below the max
+    assert norm_layout.kernel_name("cols", "softmax", x[None]) == ("norm_cols", "softmax_long_cols64")
+    np.testing.assert_allclose(dsl.ops.softmax(x, axis=0), softmax64(x, 0), rtol=2e-6, atol=1e-9)
+    rows = np.array([[np.nan, 1, 2], [np.inf, 0, 1], [-np.inf, -np.inf, -np.inf], [1e4, -1e4, 1e4]], np.float32)
+    special = np.tile(rows, (1, 400))[:, :1100].T.copy()
+    special = np.tile(special, (1, 18))[:, :70]
+    np.testing.assert_allclose(dsl.ops.softmax(special, axis=0), dsl.ops.softmax(special.T.copy(), axis=1).T,
+                               rtol=1e-6, atol=1e-7)
+
+
 @pytest.mark.parametrize("op", ["softmax", "layer_norm"])
 def test_layouts_of_the_result(op):
     """A new result is laid out as x is (numpy's order='K'); an out laid out
