@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .arrays import (SUFFIX, as_array, as_view, check_float_dtype, check_out, finish, kernel_view, merge_axes,
-                     view_as, writable_target)
+from .arrays import (SUFFIX, as_array, as_view, check_float_dtype, check_out, even_strips, finish, kernel_view,
+                     merge_axes, view_as, writable_target)
 from ..library import num_threads
 from .einsum import contract
 from .library import stdlib_library
@@ -318,7 +318,7 @@ def _matvec_calls(lib, t: str, a: np.ndarray, x: np.ndarray, y: np.ndarray) -> l
     blocks = -(-m * a.itemsize // _COLS_BLOCK_BYTES)
     if m * k >= _COLS_PARALLEL_ELEMENTS:
         blocks = max(blocks, num_threads())
-    width = m // blocks // 16 * 16 if blocks > 1 else m  # blocks start 64 bytes apart
+    width = even_strips(m, blocks) if blocks > 1 else m
     if width == 0:
         blocks, width = 1, m
     at = a.T

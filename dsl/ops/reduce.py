@@ -21,7 +21,7 @@ import numpy as np
 
 from ..library import num_threads
 from . import _layout as L
-from .arrays import view_as
+from .arrays import even_strips, view_as
 from .library import stdlib_kernel, stdlib_library
 from .reduce_layout import empty_like_kept, views
 
@@ -159,14 +159,14 @@ _SPLIT_MID_COLUMNS = 2048
 
 def _sum_mid(lib, view: np.ndarray, flat: np.ndarray) -> None:
     """flat[o, i] = the sum of view[o, :, i]; a single o wide enough is cut
-    into one strip of columns per thread (strips 64 bytes apart), the
+    into one strip of columns per thread (as matvec's blocks of columns), the
     columns left over in a second call."""
     O, R, I = view.shape
     threads = num_threads()
     if O > 1 or threads < 2 or R * I < _SPLIT_MID_ELEMENTS or I < _SPLIT_MID_COLUMNS * threads:
         lib.sum_mid(view, np.empty((O, I), np.float64), flat)
         return
-    width = I // threads // 16 * 16
+    width = even_strips(I, threads)
     done = width * threads
     strips = view_as(view[0, :, :done], (R, threads, width)).transpose(1, 0, 2)
     lib.sum_mid(strips, np.empty((threads, width), np.float64), view_as(flat[0, :done], (threads, width)))
