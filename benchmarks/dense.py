@@ -24,6 +24,7 @@ from threadpoolctl import threadpool_limits
 
 import dsl
 import results
+from dsl.ops.arrays import empty_aligned
 from common import build, interleaved, machine, settle_for, table
 
 GEMM = [(64, 64, 64), (256, 256, 256), (512, 512, 512), (1024, 1024, 1024), (2048, 2048, 2048),
@@ -138,20 +139,27 @@ def matvec_rows(threads, repeats) -> list[list[str]]:
 
 
 def permute_rows(threads, repeats) -> list[list[str]]:
+    """Each permutation into the same preallocated output for the three: one
+    64-byte aligned (as the arrays dsl.ops.permute allocates), and for the
+    transposes one from np.empty (16 bytes past a line here: its tiles' rows
+    cannot all be streamed past the caches)."""
     rows = []
     rng = np.random.default_rng(4)
     x = rng.standard_normal((64, 512, 512), np.float32)
     tx = torch.from_numpy(x)
-    for axes in ((0, 2, 1), (2, 1, 0), (1, 0, 2)):
-        out = np.empty(x.transpose(axes).shape, np.float32)
+    cases = [((0, 2, 1), "aligned"), ((0, 2, 1), "np.empty"), ((2, 1, 0), "aligned"), ((2, 1, 0), "np.empty"),
+             ((1, 0, 2), "aligned")]
+    for axes, where in cases:
+        shape = x.transpose(axes).shape
+        out = empty_aligned(shape, np.float32) if where == "aligned" else np.empty(shape, np.float32)
         tout = torch.from_numpy(out)
         for t in threads:
             with _threads(t):
                 s = interleaved({"dslc": lambda: dsl.ops.permute(x, axes, out=out),
                                  "numpy": lambda: np.copyto(out, x.transpose(axes)),
                                  "torch": lambda: tout.copy_(tx.permute(axes))}, repeats,
-                             settle=settle_for(t))
-            rows.append(rate_row(f"permute {x.shape} {axes}", t, 2.0 * x.nbytes, s))
+                                settle=settle_for(t))
+            rows.append(rate_row(f"permute {x.shape} {axes}, out {where}", t, 2.0 * x.nbytes, s))
     return rows
 
 

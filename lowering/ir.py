@@ -286,12 +286,14 @@ class Check:
 @dataclass(frozen=True, slots=True)
 class Prefetch:
     """A hint: the element `tensor[indices]` will soon be read (or, with
-    `write`, written). No effect on results; the indices may lie outside the
-    tensor (nothing is accessed). The interpreter ignores it."""
+    `write`, written), its line wanted in cache `level` (1: the first, or 2,
+    3: the outer ones only). No effect on results; the indices may lie
+    outside the tensor (nothing is accessed). The interpreter ignores it."""
 
     tensor: "TensorParam"
     indices: tuple[Expr, ...]
     write: bool = False
+    level: int = 1
     span: Span | None = None
 
 

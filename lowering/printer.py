@@ -182,8 +182,9 @@ class _Printer:
                 self.emit(depth, self.store(s))
             case ir.Check(cond, code):
                 self.emit(depth, f"check {self.expr(cond, BOOL)} else #{code}")
-            case ir.Prefetch(tensor, indices, write):
-                self.emit(depth, f"prefetch{'_write' if write else ''} {self.subscript(tensor, indices)}")
+            case ir.Prefetch(tensor, indices, write, level):
+                where = f" to L{level}" if level != 1 else ""
+                self.emit(depth, f"prefetch{'_write' if write else ''} {self.subscript(tensor, indices)}{where}")
             case ir.Alloc(buffer, size, code):
                 self.emit(depth, f"alloc {buffer.name}: {buffer.dtype}[{self.expr(size, I64)}] else #{code}")
             case ir.LocalArray(buffer):

@@ -61,11 +61,14 @@ def emit_stmt(cx: FunctionContext, stmt: Stmt) -> None:
 
 
 def emit_prefetch(cx: FunctionContext, stmt: Prefetch) -> None:
-    """`llvm.prefetch` of the element's address (not `inbounds`: it may lie outside)."""
+    """`llvm.prefetch` of the element's address (not `inbounds`: it may lie
+    outside), its locality 3 for the first-level cache, 2 and 1 for the outer
+    ones (x86's prefetcht0, t1, t2)."""
     ptr = element_pointer(cx, cx.tensor(stmt.tensor), [emit_expr(cx, i) for i in stmt.indices], inbounds=False)
     fn = cx.declare("llvm.prefetch.p0", VOID, [PTR, I32, I32, I32])
     rw = 1 if stmt.write else 0
-    cx.builder.call(fn, [ptr, int_const(I32, rw), int_const(I32, 3), int_const(I32, 1)])  # keep in all caches, data
+    locality = 4 - stmt.level
+    cx.builder.call(fn, [ptr, int_const(I32, rw), int_const(I32, locality), int_const(I32, 1)])  # data
 
 
 def _emit_if(cx: FunctionContext, stmt: If) -> None:

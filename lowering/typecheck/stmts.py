@@ -286,17 +286,27 @@ class StmtChecker(ExprChecker):
     def prefetch(self, call: ast.Call, span) -> list[ir.Stmt]:
         """`prefetch(x[i, j])`: a hint that x[i, j] will be read soon, so that its
         cache line is on its way (x86's prefetcht0, AArch64's prfm). It changes
-        no result, and the element may lie outside x: nothing is read."""
-        target = call.args[0] if len(call.args) == 1 and not call.keywords else None
+        no result, and the element may lie outside x: nothing is read.
+        `level=2` (or 3) asks for the line in the second (third) level cache
+        only, as x86's prefetcht1 (prefetcht2) do."""
+        target = call.args[0] if len(call.args) == 1 else None
         if not isinstance(target, ast.Subscript):
             self.bag.error(call.span, "prefetch(...) takes one tensor element, as in prefetch(x[i + 64])")
             return []
+        level = 1
+        for kw in call.keywords:
+            if kw.name != "level":
+                self.bag.error(kw.span, f"prefetch() takes one keyword, level=1, 2 or 3, not '{kw.name}'")
+            elif not isinstance(kw.value, ast.IntLit) or kw.value.value not in (1, 2, 3):
+                self.bag.error(kw.value.span, "prefetch's level is the cache level the line goes to: 1, 2 or 3")
+            else:
+                level = kw.value.value
         tensor = self.tensor(target.value)
         if tensor is None:
             return []
         indices = self.indices(target, tensor)
         pre = self.ctx.take_prelude()
-        return [] if indices is None else pre + [ir.Prefetch(tensor, indices, span=span)]
+        return [] if indices is None else pre + [ir.Prefetch(tensor, indices, level=level, span=span)]
 
     def is_builtin(self, func: str) -> bool:
         """An intrinsic, a cast or a loop iterable: a call that cannot be a statement."""

@@ -76,12 +76,17 @@ def mm_nt(a: f32[M, K], w: f32[N, K], c: f32[M, N]):
 
 def test_b_stored_by_rows_of_k_is_packed_by_transposes():
     """x @ W.T reads W by rows of K: the automatic schedule packs each strip's
-    block of 8 k x 8 n as 8 row loads and an 8 x 8 transpose in registers
-    (vunpck*, vperm2f128), not element by element (vinsertps) or by gathers."""
-    nt = NT
-    asm = compile_source(Source("nt.tk", nt), CompileOptions(**HASWELL), stop_after="asm").asm
+    block of 8 k x 8 n as 8 row loads and an 8 x 8 transpose in registers,
+    not element by element (vinsertps) or by gathers: two rounds inside the
+    128-bit lanes (vunpck*ps, vunpck*pd) and one across them (vperm2f128,
+    vinsertf128), 24 shuffles each, where interleaving whole registers took
+    48 (each a vunpck and a vperm2f128)."""
+    asm = compile_source(Source("nt.tk", NT), CompileOptions(**HASWELL), stop_after="asm").asm
     unit = "\n".join(b for b in _blocks(asm, "mm_nt__unit"))
-    assert unit.count("vunpcklps") >= 16 and unit.count("vperm2f128") >= 16
+    counts = {w: unit.count(w) for w in ("vunpcklps", "vunpckhps", "vunpcklpd", "vunpckhpd", "vperm2f128",
+                                         "vinsertf128")}
+    assert len(set(counts.values())) == 1 and counts["vunpcklps"] >= 8, counts
+    assert "vgather" not in unit
 
 
 def _loads_outside(body, tensor: str, loop_prefix: str, inside: bool = False) -> list:

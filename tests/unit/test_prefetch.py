@@ -47,6 +47,9 @@ def test_prefetch_is_a_statement_of_the_kernel_ir():
     ("prefetch(x[i, i])", "'x' has rank 1 but is indexed with 2 indices"),
     ("prefetch(s[i])", "'s' is a scalar and cannot be indexed"),
     ("y[i] = prefetch(x[i])", "prefetch(...) is a statement of its own; it has no value"),
+    ("prefetch(x[i], level=4)", "prefetch's level is the cache level the line goes to: 1, 2 or 3"),
+    ("prefetch(x[i], level=i)", "prefetch's level is the cache level the line goes to: 1, 2 or 3"),
+    ("prefetch(x[i], into=2)", "prefetch() takes one keyword, level=1, 2 or 3, not 'into'"),
 ])
 def test_prefetch_errors(line, words):
     text = f"def k(s: f32, x: f32[N], y: f32[N]):\n    for i in range(N):\n        {line}\n        y[i] = x[i]\n"
@@ -74,6 +77,15 @@ def test_vectorized_prefetch_asks_for_the_first_lane():
     scheduled = format_program(compile_to(AHEAD.format(schedule="@schedule(vectorize(i, 16))"), "schedule").program)
     assert "prefetch x[i.outer * 16 + 0 + 64]" in scheduled
     assert "prefetcht0" in job.asm
+
+
+@pytest.mark.parametrize("level, instruction", [(1, "prefetcht0"), (2, "prefetcht1"), (3, "prefetcht2")])
+def test_prefetch_level_picks_the_cache(level, instruction):
+    text = AHEAD.replace("prefetch(x[i + 64])", f"prefetch(x[i + 64], level={level})").format(schedule="")
+    assert ("prefetch x[i + 64]" + (f" to L{level}" if level > 1 else "")) in typed(text)
+    asm = compile_to(text, "asm", cpu="znver4").asm
+    assert instruction in asm and all(p not in asm for p in ("prefetcht0", "prefetcht1", "prefetcht2")
+                                      if p != instruction)
 
 
 def test_prefetch_at_a_vector_value_is_a_schedule_error():
