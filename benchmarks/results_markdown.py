@@ -22,6 +22,14 @@ TITLES = {"overhead.py": "Compile time and call overhead", "gemm.py": "GEMM: ben
           "tutorial.py": "The tutorial's steps"}
 # Explanations that hold whatever the numbers (no numbers here: they go stale).
 NOTES = {
+    "dense.py": "Where the time goes in permute: each 16 x 16 tile is transposed in registers (for 4-byte elements, "
+                "64 shuffles: two rounds inside 128-bit lanes, two moving whole lanes), which caps a core at about "
+                "the rate it transposes data already in cache, below its copy bandwidth. A tile reads 16 rows of "
+                "x side by side, more streams than the hardware prefetcher follows, so each tile asks for the next "
+                "group of rows' lines into L2. The output's rows are streamed past the caches when they start "
+                "on a line (an aligned output, as dsl.ops.permute allocates); np.empty's large arrays start 16 "
+                "bytes past one, and rows of 64 elements cannot be shifted to a line, so those tiles are written "
+                "through the cache, each store first reading the lines it fills.",
     "quant.py": "Where the time goes. Quantize: the k-quant searches are compute-bound, and each block's "
                 "arithmetic is ggml's sequence exactly (one block per vector lane, regrouped into lanes by 16 x 16 "
                 "transposes in registers; q4_K's and q5_K's searches run 32 blocks as two vectors, since "
