@@ -6,8 +6,9 @@ turn; the table shows medians). Prints GFLOP/s or GB/s and the ratios.
 
 Cases: SGEMM (square, the issue's 512x3584x3584, odd sizes), the batched
 broadcast (1,128,256) @ (64,256,128), the seeds' tensor-operation
-configuration as GEMM, BRGEMM and BRGEMM + zero + ReLU, matvec, permute,
-contractions that are no GEMM (einsum).
+configuration as GEMM, BRGEMM and BRGEMM + zero + ReLU, matvec, permute
+(3-D transposes; an image's HWC to CHW and back), contractions that are no
+GEMM (einsum).
 Needs threadpoolctl and torch (`pip install threadpoolctl torch==2.13.0`).
 """
 
@@ -146,21 +147,34 @@ def permute_rows(threads, repeats) -> list[list[str]]:
     rows = []
     rng = np.random.default_rng(4)
     x = rng.standard_normal((64, 512, 512), np.float32)
-    tx = torch.from_numpy(x)
     cases = [((0, 2, 1), "aligned"), ((0, 2, 1), "np.empty"), ((2, 1, 0), "aligned"), ((2, 1, 0), "np.empty"),
              ((1, 0, 2), "aligned")]
     for axes, where in cases:
         shape = x.transpose(axes).shape
         out = empty_aligned(shape, np.float32) if where == "aligned" else np.empty(shape, np.float32)
-        tout = torch.from_numpy(out)
-        for t in threads:
-            with _threads(t):
-                s = interleaved({"dslc": lambda: dsl.ops.permute(x, axes, out=out),
-                                 "numpy": lambda: np.copyto(out, x.transpose(axes)),
-                                 "torch": lambda: tout.copy_(tx.permute(axes))}, repeats,
-                                settle=settle_for(t))
-            rows.append(rate_row(f"permute {x.shape} {axes}, out {where}", t, 2.0 * x.nbytes, s))
+        rows += _permute_rows(f"permute {x.shape} {axes}, out {where}", x, axes, out, threads, repeats)
+    for dtype, shape, axes in IMAGES:  # pixels of 3 channels to planes and back
+        image = rng.integers(0, 255, shape).astype(dtype)
+        out = empty_aligned(image.transpose(axes).shape, dtype)
+        rows += _permute_rows(f"permute {np.dtype(dtype).name} {shape} {axes}", image, axes, out, threads, repeats)
     return rows
+
+
+def _permute_rows(label: str, x: np.ndarray, axes: tuple, out: np.ndarray, threads, repeats) -> list[list[str]]:
+    tx, tout = torch.from_numpy(x), torch.from_numpy(out)
+    rows = []
+    for t in threads:
+        with _threads(t):
+            s = interleaved({"dslc": lambda: dsl.ops.permute(x, axes, out=out),
+                             "numpy": lambda: np.copyto(out, x.transpose(axes)),
+                             "torch": lambda: tout.copy_(tx.permute(axes))}, repeats, settle=settle_for(t))
+        rows.append(rate_row(label, t, 2.0 * x.nbytes, s))
+    return rows
+
+
+# An image's HWC to CHW and back (stdlib/channels.tk).
+IMAGES = [(np.uint8, (1080, 1920, 3), (2, 0, 1)), (np.uint8, (3, 1080, 1920), (1, 2, 0)),
+          (np.float32, (1080, 1920, 3), (2, 0, 1)), (np.float32, (3, 1080, 1920), (1, 2, 0))]
 
 
 # Contractions that are no GEMM: each takes another path of dsl.ops.contract

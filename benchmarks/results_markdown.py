@@ -29,7 +29,9 @@ NOTES = {
                 "group of rows' lines into L2. The output's rows are streamed past the caches when they start "
                 "on a line (an aligned output, as dsl.ops.permute allocates); np.empty's large arrays start 16 "
                 "bytes past one, and rows of 64 elements cannot be shifted to a line, so those tiles are written "
-                "through the cache, each store first reading the lines it fills.",
+                "through the cache, each store first reading the lines it fills. An image's pixels of 3 channels "
+                "go to planes and back a register of pixels at a time, the channels shuffled out of the loaded "
+                "pixels or into the stored ones.",
     "quant.py": "Where the time goes. Quantize: the k-quant searches are compute-bound, and each block's "
                 "arithmetic is ggml's sequence exactly (one block per vector lane, regrouped into lanes by 16 x 16 "
                 "transposes in registers; q4_K's and q5_K's searches run 32 blocks as two vectors, since "

@@ -25,6 +25,7 @@ import numpy as np
 from .arrays import address, as_array, check_out, empty_aligned, finish, merge_axes, view_as, writable_target
 from .call_plans import record, remember, replay
 from .library import stdlib_library
+from .permute_channels import CHANNELS, channels
 
 _BITS = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
 _library: list = []
@@ -92,8 +93,23 @@ def _planned(x: np.ndarray, axes: tuple[int, ...], target: np.ndarray):
 
 def _kernels():
     if not _library:  # looked up once: finding it hashes the sources
-        _library.append(stdlib_library("permute"))
+        _library.append(_Kernels())
     return _library[0]
+
+
+class _Kernels:
+    """The kernels of stdlib/permute.tk and stdlib/channels.tk as one library
+    (a recorded plan names its kernels, whichever module holds them); each
+    found once, then an attribute of its own."""
+
+    def __init__(self):
+        self._permute, self._channels = stdlib_library("permute"), stdlib_library("channels")
+
+    def __getattr__(self, name: str):
+        lib = self._channels if "interleave" in name else self._permute
+        kernel = getattr(lib, name)
+        setattr(self, name, kernel)
+        return kernel
 
 
 def _check_axes(x: np.ndarray, axes) -> tuple[int, ...]:
@@ -140,9 +156,19 @@ def _planes(lib, unsigned, src: np.ndarray, dst: np.ndarray) -> None:
             src, dst = src.transpose(1, 0, 2), dst.transpose(1, 0, 2)
         getattr(lib, f"rows3_{t}")(src, dst)
         return
-    if _TILE <= min(src.shape[-2:]) and src.strides[-2] == dst.strides[-1] == src.itemsize and src.ndim <= 3:
+    both = src.strides[-2] == dst.strides[-1] == src.itemsize and src.ndim <= 3
+    if both and _TILE <= min(src.shape[-2:]):
         _tiles(lib, t, src if src.ndim == 3 else src[None], dst if dst.ndim == 3 else dst[None])
-    elif src.ndim == 2:
+        return
+    if both and min(src.shape[-2:]) in CHANNELS:
+        src3, dst3 = (src, dst) if src.ndim == 3 else (src[None], dst[None])
+        done = channels(lib, t, src3, dst3)
+        if done:  # the pixels left over, fewer than a register's, element by element
+            rest = np.s_[..., done:] if src.shape[-2] in CHANNELS else np.s_[..., done:, :]
+            if src[rest].size:
+                _planes(lib, unsigned, src[rest], dst[rest])
+            return
+    if src.ndim == 2:
         getattr(lib, f"permute2_{t}")(src, dst)
     elif src.ndim == 3 and src.shape[0] >= _SMALL_BATCH:
         getattr(lib, f"permute3_{t}")(src, dst)

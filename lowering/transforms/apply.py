@@ -15,12 +15,13 @@ from .. import ir
 from ..verify import verify
 from ..machine import Machine
 from ..schedule_space import pick as pick_candidate
-from . import (auto_parallel, contract, fuse, hoist, if_convert, pack_operand, parallel, reorder, split, tile,
-               transpose_loads, unroll, vectorize)
+from . import (auto_parallel, contract, fuse, hoist, if_convert, interleave_stores, pack_operand, parallel, reorder,
+               split, tile, transpose_loads, unroll, vectorize)
 from .nest import ScheduleError
 
 PASSES = {p.name: p for p in (split, tile, reorder, unroll, parallel, fuse, vectorize, hoist, pack_operand, contract)}
-PRINTABLE = (*PASSES, "auto", transpose_loads.name)  # names `--print-after` accepts for the schedule's passes
+# names `--print-after` accepts for the schedule's passes
+PRINTABLE = (*PASSES, "auto", transpose_loads.name, interleave_stores.name)
 
 
 def apply_schedule(kernel: ir.Kernel, after=None, check: bool = True, machine: Machine = Machine(),
@@ -42,7 +43,7 @@ def apply_schedule(kernel: ir.Kernel, after=None, check: bool = True, machine: M
             verify(kernel, "loops")
         if after is not None:
             after("auto", kernel)
-        return _transpose_loads(kernel, machine, check, after)
+        return _last_passes(kernel, machine, check, after)
     for directive in pick_candidate(kernel.schedule, pick):
         try:
             if directive.name == "contract":
@@ -57,17 +58,19 @@ def apply_schedule(kernel: ir.Kernel, after=None, check: bool = True, machine: M
             verify(kernel, "loops")
         if after is not None:
             after(directive.name, kernel)
-    return replace(_transpose_loads(kernel, machine, check, after), schedule=())
+    return replace(_last_passes(kernel, machine, check, after), schedule=())
 
 
-def _transpose_loads(kernel: ir.Kernel, machine: Machine, check: bool, after) -> ir.Kernel:
-    """The last pass of every schedule, the automatic one too (its packing of
-    a B stored by rows of K is written for it)."""
-    transposed = transpose_loads.run(kernel, machine)
-    if transposed is not kernel:
-        kernel = transposed
-        if check:
-            verify(kernel, "loops")
-        if after is not None:
-            after(transpose_loads.name, kernel)
+def _last_passes(kernel: ir.Kernel, machine: Machine, check: bool, after) -> ir.Kernel:
+    """The last passes of every schedule, the automatic one too (its packing
+    of a B stored by rows of K is written for transpose_loads)."""
+    for name, run in ((transpose_loads.name, lambda k: transpose_loads.run(k, machine)),
+                      (interleave_stores.name, interleave_stores.run)):
+        changed = run(kernel)
+        if changed is not kernel:
+            kernel = changed
+            if check:
+                verify(kernel, "loops")
+            if after is not None:
+                after(name, kernel)
     return kernel

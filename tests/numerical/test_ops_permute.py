@@ -188,3 +188,25 @@ def test_new_results_replay_the_plan_of_an_aligned_output():
     assert np.array_equal(dsl.ops.permute(view, (0, 2, 1)), view.transpose(0, 2, 1))
     with pytest.raises(ValueError, match="repeated axis"):
         dsl.ops.permute(x, (0, 1, 1))
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.float16, np.float32, np.float64])
+@pytest.mark.parametrize("channels", [2, 3, 4, 5])
+def test_pixels_and_planes(dtype, channels):
+    """Pixels of 2-4 channels to planes and back (HWC <-> CHW), by whole
+    registers of pixels (stdlib/channels.tk), the pixels left over element by
+    element; 5 channels take the element-by-element path throughout. Pixel
+    counts below, at and past a register's; a batch; pixels with a step."""
+    rng = np.random.default_rng(channels)
+    for n in (7, 64, 100, 4099):
+        x = (rng.standard_normal((n, channels)) * 100).astype(dtype)
+        planes = np.ascontiguousarray(x.T)
+        for a, axes in ((x, (1, 0)), (planes, (1, 0)), (np.stack([x, x + 1, x + 2]), (0, 2, 1)),
+                        (np.stack([planes, planes + 1]), (0, 2, 1)), (x[::2], (1, 0))):
+            assert np.array_equal(dsl.ops.permute(a, axes), a.transpose(axes)), (n, a.shape, axes)
+    image = (rng.standard_normal((37, 53, channels)) * 100).astype(dtype)
+    chw = dsl.ops.permute(image, (2, 0, 1))
+    assert np.array_equal(chw, image.transpose(2, 0, 1))
+    assert np.array_equal(dsl.ops.permute(chw, (1, 2, 0)), image)
+    batch = (rng.standard_normal((5, channels, 20, 30)) * 100).astype(dtype)
+    assert np.array_equal(dsl.ops.permute(batch, (0, 2, 3, 1)), batch.transpose(0, 2, 3, 1))

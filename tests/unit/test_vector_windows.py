@@ -1,6 +1,7 @@
 """Vector loads whose innermost index moves by constants per lane (`s[2 + l // 4]`,
 `s[l % 4]`, `s[3 * l]`): proven in bounds by the loop's constant range, read as
-one window load and a shuffle, and equal to numpy on every layout."""
+one window load (the whole row when the window is most of a row of constant
+length) and a shuffle, and equal to numpy on every layout."""
 
 from __future__ import annotations
 
@@ -63,6 +64,7 @@ def test_window_loads_are_one_load_and_a_shuffle(index):
     start = re.search(r"^define [^\n]*@window__unit\(", text, re.MULTILINE).start()
     unit = text[start: text.index("\n}\n", start)]
     span = max(PATTERNS[index](l) for l in range(8)) - min(PATTERNS[index](l) for l in range(8)) + 1
+    span = 24 if 2 * span >= 24 else span  # most of a row of constant length: the whole row
     assert f"load <{span} x i16>" in unit and "shufflevector" in unit
     assert "masked.gather" not in unit
 
