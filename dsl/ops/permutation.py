@@ -106,8 +106,7 @@ class _Kernels:
         self._permute, self._channels = stdlib_library("permute"), stdlib_library("channels")
 
     def __getattr__(self, name: str):
-        lib = self._channels if "interleave" in name else self._permute
-        kernel = getattr(lib, name)
+        kernel = getattr(self._permute, name, None) or getattr(self._channels, name)
         setattr(self, name, kernel)
         return kernel
 

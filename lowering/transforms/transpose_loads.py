@@ -29,6 +29,7 @@ where outputs may alias it): the rows are read before the copies run.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import replace
 
 from .. import ir
@@ -181,20 +182,28 @@ def _interleave_rounds(block: list[ir.Expr], local, tag: str) -> list[ir.Expr]:
     whole registers, whose every shuffle is a two-source vpermt2d. The
     columns come out in a bit-shuffled order, put right at the end."""
     n = len(block)
-    element_bits = block[0].type.bits
-    rounds = _round_masks(n, max(1, min(n, 128 // element_bits)))
-    for r, (low, high) in enumerate(rounds):
-        apart = 1 << r
-        new = list(block)
-        for k in range(n):
-            if not k & apart:
-                new[k], new[k + apart] = (local(f"s{r}.{which}{k}{tag}", ir.Shuffle(block[k], block[k + apart], mask), n)
-                                          for which, mask in (("lo", low), ("hi", high)))
-        block = new
+    rounds = _round_masks(n, max(1, min(n, 128 // block[0].type.bits)))
+    block = _run_rounds(block, rounds, lambda r, k, which, a, b, mask:
+                        local(f"s{r}.{which}{k}{tag}", ir.Shuffle(a, b, mask), n))
     return [block[k] for k in _column_order(n, rounds)]
 
 
-def _round_masks(n: int, lane: int) -> list[tuple[tuple[int, ...], tuple[int, ...]]]:
+def _run_rounds(block: list, rounds, pair) -> list:
+    """`block` after `rounds`: in round r, registers k and k + 2^r (k without
+    that bit) become pair(r, k, 'lo' / 'hi', the two, the mask) in turn."""
+    for r, (low, high) in enumerate(rounds):
+        apart = 1 << r
+        new = list(block)
+        for k in range(len(block)):
+            if not k & apart:
+                a, b = block[k], block[k + apart]
+                new[k], new[k + apart] = pair(r, k, "lo", a, b, low), pair(r, k, "hi", a, b, high)
+        block = new
+    return block
+
+
+@functools.cache
+def _round_masks(n: int, lane: int) -> tuple[tuple[tuple[int, ...], tuple[int, ...]], ...]:
     """The (low, high) shuffle masks over the concatenation of two n-element
     registers, round by round: in each `lane`-element lane, the low (high)
     halves of both interleaved in blocks of 1, 2, ... lane / 2 elements; then
@@ -218,26 +227,24 @@ def _round_masks(n: int, lane: int) -> list[tuple[tuple[int, ...], tuple[int, ..
                 for l in range(parity, n // lane, 2):
                     out.extend(source + l * lane + e for e in range(lane))
         rounds.append((tuple(low), tuple(high)))
-    return rounds
+    return tuple(rounds)
 
 
 def _column_order(n: int, rounds) -> list[int]:
     """Which register holds column c after `rounds`, for c = 0 ... n - 1
-    (found by running the rounds on (row, column) labels)."""
-    regs = [[(row, col) for col in range(n)] for row in range(n)]
-    for r, (low, high) in enumerate(rounds):
-        apart = 1 << r
-        new = list(regs)
-        for k in range(n):
-            if not k & apart:
-                both = regs[k] + regs[k + apart]
-                new[k], new[k + apart] = [both[m] for m in low], [both[m] for m in high]
-        regs = new
+    (found by running the rounds on (row, column) labels, once per block shape)."""
+    return list(_found_order(n, rounds))
+
+
+@functools.cache
+def _found_order(n: int, rounds) -> tuple[int, ...]:
+    labels = [[(row, col) for col in range(n)] for row in range(n)]
+    regs = _run_rounds(labels, rounds, lambda r, k, which, a, b, mask: [(a + b)[m] for m in mask])
     where = {}
     for k, reg in enumerate(regs):
         assert [row for row, _ in reg] == list(range(n)) and len({col for _, col in reg}) == 1, "not a transpose"
         where[reg[0][1]] = k
-    return [where[c] for c in range(n)]
+    return tuple(where[c] for c in range(n))
 
 
 def _join(parts: list[ir.Expr], local, name: str) -> ir.Var:

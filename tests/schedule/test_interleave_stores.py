@@ -23,25 +23,19 @@ def to_pixels(x: {t}[{c}, M, 16], y: {t}[M, {w}]):
                 y[m, {c} * l + c] = x[c, m, l] {op}
 """
 
+# Two channels of f32 pixels into y, one store each, `y[m, {index}] = {value}`.
+TWO_STORES = """
+@schedule(vectorize(l), unroll(c))
+def two_stores(x: f32[2, M, 16], y: f32[M, {width}]):
+    for m in range(M):
+        for c in range(2):
+            for l in range(16):
+                y[m, {index}] = {value}
+"""
 # Two of three channels: the lanes leave holes, a plain store would overwrite them.
-HOLES = """
-@schedule(vectorize(l), unroll(c))
-def holes(x: f32[2, M, 16], y: f32[M, 48]):
-    for m in range(M):
-        for c in range(2):
-            for l in range(16):
-                y[m, 3 * l + c] = x[c, m, l]
-"""
-
+HOLES = TWO_STORES.format(width=48, index="3 * l + c", value="x[c, m, l]")
 # The values read the tensor stored to: the pass does not move such stores.
-READS_BACK = """
-@schedule(vectorize(l), unroll(c))
-def reads_back(x: f32[2, M, 16], y: f32[M, 32]):
-    for m in range(M):
-        for c in range(2):
-            for l in range(16):
-                y[m, 2 * l + c] = x[c, m, l] + y[m, 2 * l + c]
-"""
+READS_BACK = TWO_STORES.format(width=32, index="2 * l + c", value="x[c, m, l] + y[m, 2 * l + c]")
 
 MASKED = """
 @schedule(vectorize(l, 16, tail=mask), unroll(c))
