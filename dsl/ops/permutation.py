@@ -8,7 +8,8 @@ are contiguous, the whole 16 x 16 tiles of the two go to `tile_planes_*`
 (`tiles_*` for fewer than 4 planes), which transpose them in registers and,
 for 4- and 8-byte elements, stream their rows to a large output (so the
 grid of tiles starts where the output's rows are 64-byte aligned, and an
-output this function allocates is aligned); the ragged edges go to whole
+output this function allocates is aligned; it starts where the input's
+columns are, too, so that no tile reads half a line); the ragged edges go to whole
 tiles that overlap those. Planes narrower than a tile go to `permute2/3_*`
 (32 x 32 tiles, element by element).
 When the two share their contiguous axis, rows are copied whole instead (64
@@ -29,8 +30,8 @@ from .permute_channels import CHANNELS, channels
 
 _BITS = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
 _library: list = []
-_plans: dict = {}  # (shape, item size, axes, target address % 64) -> the recorded kernel calls
-# (shape, dtype, axes as given) -> (the result's shape, its plan), for a new
+_plans: dict = {}  # (shape, item size, axes, x and target addresses % 64) -> the recorded kernel calls
+# (shape, dtype, axes as given, x's address % 64) -> (the result's shape, its plan), for a new
 # result of an input checked before: the call is empty_aligned and a replay
 # (1 x 16 x 14 x 14 f32 to NHWC on Zen 4: 11.3 -> 7 us)
 _fresh: dict = {}
@@ -38,6 +39,7 @@ _SMALL_BATCH = 4  # fewer planes than this: each plane's tile rows go to the thr
 _TILE = 16  # the tiles of `tiles_*`
 _LINE = 64  # bytes: where the tiles' streamed rows must start
 _SHIFT_MIN_COLS = 256  # shorter rows start their tiles at column 0, aligned or not
+_SHIFT_MIN_INPUT = 1024  # the same for the input's columns (its strips cost more: see _aligned_start)
 _ENOUGH_PLANES = 16  # planes enough to share among the threads evenly
 
 
@@ -50,7 +52,7 @@ def permute(x, axes, out=None) -> np.ndarray:
            [2., 5.]], dtype=float32)
     """
     if out is None and type(x) is np.ndarray and type(axes) is tuple:
-        seen = _fresh.get((x.shape, x.dtype, axes))  # a layout seen before: no checks to redo
+        seen = _fresh.get((x.shape, x.dtype, axes, address(x) % _LINE))  # a layout seen before: no checks to redo
         if seen is not None and x.flags.c_contiguous and x.flags.aligned:
             shape, plan = seen
             target = empty_aligned(shape, x.dtype)
@@ -72,7 +74,7 @@ def permute(x, axes, out=None) -> np.ndarray:
     if x.flags.c_contiguous and x.flags.aligned and target.flags.c_contiguous and target.flags.aligned:
         plan = _planned(x, axes, target)
         if fresh and type(given) is tuple:  # a new aligned array: the same plan every time
-            remember(_fresh, (x.shape, x.dtype, given), (target.shape, plan))
+            remember(_fresh, (x.shape, x.dtype, given, address(x) % _LINE), (target.shape, plan))
     else:
         _copy(src, target, _kernels())
     return finish(target, out)
@@ -80,9 +82,9 @@ def permute(x, axes, out=None) -> np.ndarray:
 
 def _planned(x: np.ndarray, axes: tuple[int, ...], target: np.ndarray):
     """`_copy` of contiguous arrays: its kernel calls recorded for this layout
-    (shape, item size, axes, where target's rows fall in a line) once, then
-    replayed (call_plans.py). Returns the plan."""
-    key = (x.shape, x.itemsize, axes, address(target) % _LINE)
+    (shape, item size, axes, where the rows of x and target fall in a line)
+    once, then replayed (call_plans.py). Returns the plan."""
+    key = (x.shape, x.itemsize, axes, address(x) % _LINE, address(target) % _LINE)
     plan = _plans.get(key)
     if plan is None:
         plan = record(lambda lib: _copy(x.transpose(axes), target, lib), (x, target))
@@ -191,18 +193,15 @@ def _rows_in_input_order(src: np.ndarray) -> bool:
 
 def _tiles(lib, t: str, src: np.ndarray, dst: np.ndarray) -> None:
     """dst = src ([P, A, B], A and B >= 16; src contiguous along A, dst along
-    B): whole 16 x 16 tiles in registers, from the column where dst's rows
-    are aligned. The rows and columns left over go to whole tiles too, that
+    B): whole 16 x 16 tiles in registers, from the row where src's columns
+    and the column where dst's rows are aligned. The rows and columns left over go to whole tiles too, that
     overlap the others (the same values written twice): element by element,
     12 columns at the start of 64 x 512 x 512 f32 rows, axes (0, 2, 1), took
     a fifth of the time."""
     rows, cols = src.shape[1:]
-    first = _aligned_column(dst)
-    whole_rows, whole_cols = rows - rows % _TILE, (cols - first) - (cols - first) % _TILE
-    row_blocks = [(0, whole_rows)] + ([(rows - _TILE, rows)] if whole_rows < rows else [])
-    col_blocks = [(first, first + whole_cols)] if whole_cols else []
-    col_blocks += [(0, _TILE)] if first else []
-    col_blocks += [(cols - _TILE, cols)] if first + whole_cols < cols else []
+    first_row, first = _aligned_start(src, 1, _SHIFT_MIN_INPUT), _aligned_start(dst, 2, _SHIFT_MIN_COLS)
+    row_blocks = _blocks(rows, first_row)
+    col_blocks = _blocks(cols, first)
     # whole planes to each thread when there are enough: 64 x 512 x 512, axes (0, 2, 1), on
     # 2 threads was never slower than sharing each plane's rows of tiles, and up to 1.36x faster
     kernel = getattr(lib, f"{'tile_planes' if src.shape[0] >= _SMALL_BATCH else 'tiles'}_{t}")
@@ -212,20 +211,38 @@ def _tiles(lib, t: str, src: np.ndarray, dst: np.ndarray) -> None:
             kernel(_split_tiles(src[block].transpose(0, 2, 1)), _split_tiles(dst[block]))
 
 
-def _aligned_column(dst: np.ndarray) -> int:
-    """The column where the whole tiles start: where dst's rows reach a
-    64-byte boundary, when every row is as far from one (strides of whole
-    lines), a tile's row is a line or more (4- and 8-byte elements, whose
-    tiles stream their rows) and the rows are long enough that the columns
-    left out, copied by tiles through the cache, cost less than unaligned
-    tiles (numpy puts a large array 16 bytes past a page; 64 x 512 x 512 f32,
-    axes (0, 2, 1), 1 thread: 9.5 ms from column 0, 8.1 from column 12; with
-    64-element rows, axes (2, 1, 0), slower: 10.9 -> 7.8 GB/s)."""
-    size = dst.itemsize
-    start = address(dst)
-    if size < 4 or start % size or dst.shape[-1] < _SHIFT_MIN_COLS or any(s % _LINE for s in dst.strides[:-1]):
+def _aligned_start(a: np.ndarray, axis: int, min_length: int) -> int:
+    """Where the whole tiles start along `axis`, `a`'s contiguous one: where
+    its lines along that axis reach a 64-byte boundary, when every line is as
+    far from one (other strides of whole lines), a tile's row is a line or
+    more (4- and 8-byte elements) and the lines are at least `min_length`
+    long, so that the elements left out, copied by tiles of their own, cost
+    less than unaligned tiles. numpy puts a large array 16 bytes past a page;
+    1 thread, the output: 64 x 512 x 512 f32, axes (0, 2, 1), 9.5 ms from
+    column 0, 8.1 from column 12 (with 64-element rows, axes (2, 1, 0), slower:
+    10.9 -> 7.8 GB/s). The input: a tile's row across two lines is read by
+    two tiles, the line kept for the second while 15 others pass through L1;
+    its strips of 16 columns, one line from each of its rows, cost more, so
+    its lines must be longer: 16 bytes past a line, f32, GB/s, unshifted ->
+    shifted: 4096 x 4096 20.1 -> 23.2, 4112 x 4112 28.4 -> 30.4, 4 x 2048 x
+    2048 21.5 -> 23.8, 16 x 1024 x 1024 21.6 -> 22.7, but 64 x 512 x 512
+    25.5 -> 22.0."""
+    size = a.itemsize
+    start = address(a)
+    others = [s for k, s in enumerate(a.strides) if k != axis]
+    if size < 4 or start % size or a.shape[axis] < min_length or any(s % _LINE for s in others):
         return 0
     return (-start) % _LINE // size
+
+
+def _blocks(n: int, first: int) -> list[tuple[int, int]]:
+    """Ranges of whole tiles covering 0..n (n >= 16): the tiles from `first`,
+    then a tile at 0 for the part before `first` and one ending at n for the
+    part after the last whole tile (both overlapping the others)."""
+    whole = (n - first) - (n - first) % _TILE
+    blocks = [(first, first + whole)] if whole else []
+    blocks += [(0, _TILE)] if first else []
+    return blocks + ([(n - _TILE, n)] if first + whole < n else [])
 
 
 def _split_tiles(a: np.ndarray) -> np.ndarray:

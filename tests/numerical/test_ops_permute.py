@@ -60,10 +60,32 @@ def test_replayed_plans_follow_the_layout():
             assert np.array_equal(out, x.transpose(0, 2, 1)), (seed, offset)
             assert (room[:offset] == 7).all() and (room[offset + x.size:] == 7).all()
     layouts = {key for key in permutation._plans if key[:3] == ((6, 300, 40), 4, (0, 2, 1))}
-    assert {key[3] for key in layouts} == {0, 12, 20}  # one plan per position of out's rows in a line
+    assert {key[4] for key in layouts} == {0, 12, 20}  # one plan per position of out's rows in a line
     x = rand((9, 70, 33), np.int16)
     assert np.array_equal(dsl.ops.permute(x[:, :, 1:], (2, 0, 1)), x[:, :, 1:].transpose(2, 0, 1))
     assert np.array_equal(dsl.ops.permute(x, (2, 0, 1)), x.transpose(2, 0, 1))
+
+
+def test_tiles_start_where_the_input_columns_are_aligned():
+    """An input whose long columns start mid-line (numpy's large arrays, 16
+    bytes past a page): the tiles start at its first aligned column, the
+    elements before it and after the last whole tile go to tiles of their own
+    (one plan per position in a line: 2 kernel calls aligned, 6 shifted)."""
+    from dsl.ops import permutation
+    from dsl.ops.arrays import empty_aligned
+
+    rows, cols = 40, 1040  # rows of 65 whole lines
+    for offset in (0, 1, 5, 13):
+        room = empty_aligned((rows * cols + 16,), np.float32)
+        room[:] = np.arange(room.size, dtype=np.float32)
+        x = room[offset:offset + rows * cols].reshape(rows, cols)
+        assert np.array_equal(dsl.ops.permute(x, (1, 0)), x.T), offset
+        out = np.full((cols + 1, rows), -1.0, np.float32)
+        dsl.ops.permute(x, (1, 0), out=out[1:])
+        assert np.array_equal(out[1:], x.T) and (out[0] == -1).all(), offset
+    plans = {key[3]: plan for key, plan in permutation._plans.items() if key[:3] == ((rows, cols), 4, (1, 0))}
+    assert set(plans) == {0, 4, 20, 52}
+    assert [len(plans[k]) for k in (0, 4, 20, 52)] == [2, 6, 6, 6]
 
 
 def test_nan_bits_kept():
@@ -172,18 +194,18 @@ def test_new_results_replay_the_plan_of_an_aligned_output():
     for one, without the checks again; a plan made for an `out` at another
     place in a line is never taken for it."""
     from dsl.ops import permutation
-    from dsl.ops.arrays import empty_aligned
+    from dsl.ops.arrays import address, empty_aligned
 
     x = rand((5, 300, 40), np.float32, seed=11)
     room = empty_aligned((x.size + 3,), np.float32)
     out = room[3:].reshape(5, 40, 300)  # its rows start 12 bytes into a line
     dsl.ops.permute(x, (0, 2, 1), out=out)
-    assert (x.shape, x.dtype, (0, 2, 1)) not in permutation._fresh
+    assert not any(key[:3] == (x.shape, x.dtype, (0, 2, 1)) for key in permutation._fresh)
     for seed in range(3):
         x = rand((5, 300, 40), np.float32, seed=seed)
         got = dsl.ops.permute(x, (0, 2, 1))
         assert np.array_equal(got, x.transpose(0, 2, 1)) and got.flags.c_contiguous
-    assert (x.shape, x.dtype, (0, 2, 1)) in permutation._fresh
+        assert (x.shape, x.dtype, (0, 2, 1), address(x) % 64) in permutation._fresh
     view = rand((5, 600, 40), np.float32)[:, ::2]  # the same shape, not contiguous: the checked path
     assert np.array_equal(dsl.ops.permute(view, (0, 2, 1)), view.transpose(0, 2, 1))
     with pytest.raises(ValueError, match="repeated axis"):
