@@ -46,10 +46,10 @@ NOTES = {
                 "decides, and on 2 threads both sides sit within a few percent of each other, so the ratio "
                 "moves around 1.0 from run to run (the activations, quantized on the calling thread, also "
                 "cross to the other core: a few us per call on both sides). A dslc call also "
-                "runs Python around its two native calls (the activations' quantization, then the dots), "
-                "each step missing caches the weights have just swept: about 15-45 us a call after a "
-                "4096 x 4096 product against ~10 us in a hot loop, so what depends only on the type and "
-                "shape is checked once per (type, shape).",
+                "runs Python around its native call (one for the k-quants, whose kernel quantizes the "
+                "activations before the dots; two for q8_0), each step missing caches the weights have "
+                "just swept: about 10-15 us a call after a 4096 x 4096 product against ~5 us in a hot "
+                "loop, so what depends only on the type and shape is checked once per (type, shape).",
 }
 ORDER = ["overhead.py", "gemm.py", "dense.py", "seed_bmm.py", "conv.py", "pointwise.py", "quant.py", "tutorial.py"]
 

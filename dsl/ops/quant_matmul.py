@@ -3,9 +3,10 @@
     y = dsl.ops.qmatvec(wq, x, "q4_k", (N, K))      # x: [K] -> y: [N]
     y = dsl.ops.qmatmul(x, wq, "q4_k", (N, K))      # x: [M, K] -> y: [M, N]
 
-As ggml does it: x is quantized to q8_K (q8_0 for q8_0 weights), and the
-kernels of `stdlib/quant_dot.tk` take integer dot products block by block
-(maddubs/madd, AVX2's vpmaddubsw/vpmaddwd); on AArch64 those of
+As ggml does it: x is quantized to q8_K (q8_0 for q8_0 weights; q8_K by the
+product's own kernel before its thread team starts, q8_0 by a call of its
+own), and the kernels of `stdlib/quant_dot.tk` take integer dot products
+block by block (maddubs/madd, AVX2's vpmaddubsw/vpmaddwd); on AArch64 those of
 `stdlib/quant_dot_arm.tk` (sdot, with the dot-product extension).
 """
 
@@ -30,12 +31,6 @@ def dot_module() -> str:
     from dsl.backends.target import host_target
 
     return "quant_dot_arm" if host_target().arch in ("aarch64", "arm64") else "quant_dot"
-
-
-def _activation_views(raw: np.ndarray, fmt_name: str) -> tuple[np.ndarray, ...]:
-    if fmt_name == "q8_k":
-        return raw.view(np.int8), raw.view(np.float32), raw.view(np.int16)
-    return raw.view(np.int8), raw.view(np.float16)
 
 
 def _weight_views(raw: np.ndarray, qtype: str) -> tuple[np.ndarray, ...]:
@@ -65,12 +60,13 @@ def qmatvec(wq: np.ndarray, x: np.ndarray, qtype: str, shape) -> np.ndarray:
     return _product("qmatvec", x, wq, qtype, shape, matrix=False)
 
 
-def quantize_activations(x: np.ndarray, act: str) -> np.ndarray:
-    """x [M, K] (float32) as `act` (q8_K or q8_0) blocks, [M, K / block * bytes]
-    uint8: dsl.ops.quantize's bytes, on the calling thread (a row of
-    activations is a few blocks: not worth waking a thread team)."""
-    rows = np.ascontiguousarray(x).reshape(-1, FORMATS[act].block)
-    return quantize_blocks(rows, act, "activations").reshape(x.shape[0], -1)
+def quantize_activations(x: np.ndarray) -> np.ndarray:
+    """x [M, K] (float32) as q8_0 blocks, [M, K / 32 * 34] uint8:
+    dsl.ops.quantize's bytes, on the calling thread (a row of activations is
+    a few blocks: not worth waking a thread team). The k-quants' products
+    quantize theirs to q8_K in their own kernel."""
+    rows = np.ascontiguousarray(x).reshape(-1, FORMATS["q8_0"].block)
+    return quantize_blocks(rows, "q8_0", "activations").reshape(x.shape[0], -1)
 
 
 class _Plan(NamedTuple):
@@ -131,8 +127,12 @@ def _run(plan: _Plan, wq: np.ndarray, xm: np.ndarray) -> np.ndarray:
     if not (y.size and blocks):
         y[:] = 0.0
         return y
-    xq = quantize_activations(xm, plan.act.name).reshape(m, blocks, plan.act.nbytes)
     kernel = getattr(quant_library(dot_module()), f"qdot_{plan.fmt.name}")
-    kernel(*_weight_views(wq.reshape(n, blocks, plan.fmt.nbytes), plan.fmt.name),
-           *_activation_views(xq, plan.act.name), y)
+    weights = _weight_views(wq.reshape(n, blocks, plan.fmt.nbytes), plan.fmt.name)
+    if plan.act.name == "q8_k":  # quantized by the kernel, into q8_K's fields (one array each)
+        kernel(*weights, np.ascontiguousarray(xm).reshape(m, blocks, 256), np.empty((m, blocks, 292), np.int8),
+               np.empty((m, blocks, 73), np.float32), np.empty((m, blocks, 146), np.int16), y)
+    else:
+        xq = quantize_activations(xm).reshape(m, blocks, plan.act.nbytes)
+        kernel(*weights, xq.view(np.int8), xq.view(np.float16), y)
     return y

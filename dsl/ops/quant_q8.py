@@ -11,14 +11,14 @@ from .quant_lanes import LANES, whole_groups
 
 def quantize_blocks(rows: np.ndarray, qtype: str, kernel: str, out: np.ndarray | None = None) -> np.ndarray:
     """q8_0 or q8_K blocks of `rows` (float32 [count, block], C-contiguous) by
-    `stdlib/quant_q8.tk`'s `<kernel>_<qtype>` ('quantize': all cores,
-    'activations': one), into `out` (uint8 [count, bytes]) if given."""
+    `stdlib/quant_q8.tk`'s `<kernel>_<qtype>` ('quantize': all cores;
+    'activations', q8_0 only: one), into `out` (uint8 [count, bytes]) if given."""
     count, nbytes = rows.shape[0], FORMATS[qtype].nbytes
     run = getattr(quant_library("quant_q8"), f"{kernel}_{qtype}")
     out = np.empty((count, nbytes), np.uint8) if out is None else out
     if qtype == "q8_k":
-        if count:
-            run(rows, out.view(np.int8), out.view(np.float32), out.view(np.int16))
+        if count:  # [rows, blocks of a row, ...]: one block a row here
+            run(rows[:, None], out.view(np.int8)[:, None], out.view(np.float32)[:, None], out.view(np.int16)[:, None])
         return out
 
     def q8_0(blocks: np.ndarray, into: np.ndarray) -> None:

@@ -105,11 +105,20 @@ def test_bad_calls(call, error, words):
     assert "qmat" in str(info.value)
 
 
-@pytest.mark.parametrize("act", ("q8_0", "q8_k"))
 @pytest.mark.parametrize("kind", KINDS)
-def test_activation_bytes_are_quantize_bytes(act, kind):
-    """The products' own activation quantizer writes dsl.ops.quantize's bytes."""
-    from dsl.ops.quant_matmul import quantize_activations
+def test_activation_bytes_are_quantize_bytes(kind):
+    """The products' own activation quantizers write dsl.ops.quantize's bytes:
+    q8_0's call, and the q8_K fields a k-quant product's kernel fills."""
+    from dsl.ops.quant_formats import quant_library
+    from dsl.ops.quant_matmul import _weight_views, dot_module, quantize_activations
 
     x = rows(kind, 3, 512, seed=7)
-    np.testing.assert_array_equal(quantize_activations(x, act), dsl.ops.quantize(x, act))
+    np.testing.assert_array_equal(quantize_activations(x), dsl.ops.quantize(x, "q8_0"))
+    want = dsl.ops.quantize(x, "q8_k").reshape(3, 2, 292)
+    w = dsl.ops.quantize(rows("gaussian", 2, 512, seed=8), "q6_k").reshape(2, 2, 210)
+    xs, xd, xb = np.zeros((3, 2, 292), np.int8), np.zeros((3, 2, 73), np.float32), np.zeros((3, 2, 146), np.int16)
+    quant_library(dot_module()).qdot_q6_k(*_weight_views(w, "q6_k"), x.reshape(3, 2, 256), xs, xd, xb,
+                                         np.empty((3, 2), np.float32))
+    np.testing.assert_array_equal(xs[:, :, 4:260], want[:, :, 4:260].view(np.int8))
+    np.testing.assert_array_equal(xd[:, :, :1].view(np.uint8), want[:, :, :4])
+    np.testing.assert_array_equal(xb[:, :, 130:].view(np.uint8), want[:, :, 260:])

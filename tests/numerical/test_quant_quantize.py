@@ -99,7 +99,8 @@ def test_interpreter_agrees_q8(qtype):
     compiled = quantize_blocks(x, qtype, "quantize")
     out = np.zeros_like(compiled)
     if qtype == "q8_k":
-        interpret("quant_q8", "quantize_q8_k", x, out.view(np.int8), out.view(np.float32), out.view(np.int16))
+        interpret("quant_q8", "quantize_q8_k", x[:, None], out.view(np.int8)[:, None], out.view(np.float32)[:, None],
+                  out.view(np.int16)[:, None])
     else:
         groups = x.shape[0] // LANES
         interpret("quant_q8", "quantize_q8_0", x.reshape(groups, LANES, 32),
