@@ -38,7 +38,9 @@ from .call_plans import remember
 from .einsum_ellipsis import expand_ellipsis
 from .einsum_text import axes_in_order as _axes, kernel_text
 from .generated import generated_library
-from . import reduce as reduce_ops
+# Not `from . import reduce`: that asks the package for the name first, and its
+# lookup imports `dense`, which imports this module (half made on a first import).
+import dsl.ops.reduce as reduce_ops
 from .permutation import permute
 
 FIRST_TOUCH = (None, "zero", "accumulate")
