@@ -137,6 +137,20 @@ def test_sum_of_16m_within_1e6_of_numpy_pairwise(layout):
     np.testing.assert_allclose(dsl.ops.mean(x), np.mean(x), rtol=1e-6)
 
 
+@pytest.mark.parametrize("rows", [1, 7, 8, 9, 16, 23])
+def test_column_sums_in_blocks_of_eight_rows_and_the_rest(rows):
+    """Down columns, rows go in blocks of eight (a float32 tree), the rows
+    after the last block one by one: every count of rows sums the same
+    numbers as float64 does, within float32's rounding."""
+    x = np.random.default_rng(rows).standard_normal((2, rows, 37)).astype(np.float32)
+    got = dsl.ops.sum(x, axis=1)
+    np.testing.assert_allclose(got, x.astype(np.float64).sum(axis=1), rtol=1e-6, atol=1e-6 * rows)
+    x[1, rows - 1, 5] = np.inf
+    x[0, 0, 3] = np.nan
+    got = dsl.ops.sum(x, axis=1)
+    assert np.isinf(got[1, 5]) and np.isnan(got[0, 3]) and np.isfinite(np.delete(got[0], 3)).all()
+
+
 def test_a_wide_column_sum_split_across_threads_is_the_same_sum(monkeypatch):
     """Sums down the columns of one wide output row run as a strip of columns
     per thread (and the columns left over): each column is added in the same
