@@ -141,14 +141,19 @@ def test_sum_of_16m_within_1e6_of_numpy_pairwise(layout):
 def test_column_sums_in_blocks_of_eight_rows_and_the_rest(rows):
     """Down columns, rows go in blocks of eight (a float32 tree), the rows
     after the last block one by one: every count of rows sums the same
-    numbers as float64 does, within float32's rounding."""
+    numbers as float64 does, within float32's rounding, and max/min find
+    numpy's values, NaN and inf included."""
     x = np.random.default_rng(rows).standard_normal((2, rows, 37)).astype(np.float32)
     got = dsl.ops.sum(x, axis=1)
     np.testing.assert_allclose(got, x.astype(np.float64).sum(axis=1), rtol=1e-6, atol=1e-6 * rows)
+    for op in ("max", "min"):
+        np.testing.assert_array_equal(getattr(dsl.ops, op)(x, axis=1), getattr(np, op)(x, axis=1))
     x[1, rows - 1, 5] = np.inf
     x[0, 0, 3] = np.nan
     got = dsl.ops.sum(x, axis=1)
     assert np.isinf(got[1, 5]) and np.isnan(got[0, 3]) and np.isfinite(np.delete(got[0], 3)).all()
+    for op in ("max", "min"):
+        np.testing.assert_array_equal(getattr(dsl.ops, op)(x, axis=1), getattr(np, op)(x, axis=1))
 
 
 def test_a_wide_column_sum_split_across_threads_is_the_same_sum(monkeypatch):
