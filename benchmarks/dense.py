@@ -153,6 +153,9 @@ def permute_rows(threads, repeats) -> list[list[str]]:
         shape = x.transpose(axes).shape
         out = empty_aligned(shape, np.float32) if where == "aligned" else np.empty(shape, np.float32)
         rows += _permute_rows(f"permute {x.shape} {axes}, out {where}", x, axes, out, threads, repeats)
+    square = x.reshape(4096, 4096)  # a matrix transposed, its rows 16 KiB apart (a power of two)
+    rows += _permute_rows("permute (4096, 4096) (1, 0), out aligned", square, (1, 0),
+                          empty_aligned((4096, 4096), np.float32), threads, repeats)
     for dtype, shape, axes in IMAGES:  # pixels of 3 channels to planes and back
         image = rng.integers(0, 255, shape).astype(dtype)
         out = empty_aligned(image.transpose(axes).shape, dtype)

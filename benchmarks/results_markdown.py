@@ -29,7 +29,12 @@ NOTES = {
                 "group of rows' lines into L2. The output's rows are streamed past the caches when they start "
                 "on a line (an aligned output, as dsl.ops.permute allocates); np.empty's large arrays start 16 "
                 "bytes past one, and rows of 64 elements cannot be shifted to a line, so those tiles are written "
-                "through the cache, each store first reading the lines it fills. An image's pixels of 3 channels "
+                "through the cache, each store first reading the lines it fills. The tiles also start where the "
+                "input's columns reach a line when they are long (the 4096 x 4096 matrix: numpy's x is 16 bytes "
+                "past one), so that no tile reads half a line. Rows a power of two apart (that matrix) cost "
+                "more: a tile's 16 stores then fall in one cache set, and so do the next tile's (in C, a "
+                "1024 x 1024 f32 transpose held in L3 ran half as fast as 1040 x 1040; no order of the tiles "
+                "we tried gave it back without slowing the copy from DRAM). An image's pixels of 3 channels "
                 "go to planes and back a register of pixels at a time, the channels shuffled out of the loaded "
                 "pixels or into the stored ones.",
     "quant.py": "Where the time goes. Quantize: the k-quant searches are compute-bound, and each block's "
