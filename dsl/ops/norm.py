@@ -17,12 +17,16 @@ import numbers
 
 import numpy as np
 
+from ..library import num_threads
 from . import _layout as L
+from .arrays import even_strips, view_as
 from .library import stdlib_kernel
 from .norm_layout import kernel_name, views
 from .reduce import normalize_axes
 
 __all__ = ["softmax", "log_softmax", "layer_norm", "rms_norm"]
+
+_SPLIT_ELEMENTS = 1 << 16  # columns of fewer elements stay on one thread (and whole)
 
 
 _kernel = functools.partial(stdlib_kernel, "norm")
@@ -74,10 +78,45 @@ def _rowwise(op: str, x, axis, out, name: str, extra: tuple = ()) -> np.ndarray:
         target = result if result.flags.c_contiguous else np.empty_like(a)
         found = views(a, target, ax)
     kind, x_view, out_view = found
-    stdlib_kernel(*kernel_name(kind, name, x_view))(x_view, *extra, out_view)
+    if kind == "cols" and name in _DOWN:
+        _down(name, x_view, extra, out_view)
+    else:
+        stdlib_kernel(*kernel_name(kind, name, x_view))(x_view, *extra, out_view)
     if target is not result:
         np.copyto(result, target)
     return result
+
+
+# The norms down columns take whole rows at a time (stdlib/norm_cols.tk's
+# `_down` kernels, with a float64 row of scratch per o); the plain forms with
+# a weight of ones (and a bias of zeros).
+_DOWN = {"layer_norm": "layer_norm_down", "layer_norm_plain": "layer_norm_down",
+         "rms_norm": "rms_norm_down", "rms_norm_plain": "rms_norm_down"}
+
+
+def _down(name: str, x: np.ndarray, extra: tuple, out: np.ndarray) -> None:
+    """out = the norm `name` of x [O, C, I] along C. A single o of columns
+    enough for the threads is cut into one strip per thread (as sums down
+    columns are, ops/reduce.py), the columns left over in a second call."""
+    O, C, I = x.shape
+    if name.endswith("_plain"):  # (eps,) -> a weight of ones (and a bias of zeros), eps
+        extra = (np.ones(C, np.float32),) + ((np.zeros(C, np.float32),) if name == "layer_norm_plain" else ()) + extra
+    kernel = stdlib_kernel("norm_cols", _DOWN[name])
+    threads = num_threads()
+    width = even_strips(I, threads) if O == 1 and threads > 1 and C * I >= _SPLIT_ELEMENTS else 0
+    if width:
+        done = width * threads
+        x, rest_x = view_as(x[0, :, :done], (C, threads, width)).transpose(1, 0, 2), x[:, :, done:]
+        out, rest_out = view_as(out[0, :, :done], (C, threads, width)).transpose(1, 0, 2), out[:, :, done:]
+    _down_call(kernel, name, x, extra, out)
+    if width and rest_x.shape[2]:
+        _down_call(kernel, name, rest_x, extra, rest_out)
+
+
+def _down_call(kernel, name: str, x: np.ndarray, extra: tuple, out: np.ndarray) -> None:
+    O, _, I = x.shape
+    scratch = (np.empty((O, I), np.float64),) + ((np.empty((O, I), np.float32),) if name.startswith("layer") else ())
+    kernel(x, *extra, *scratch, out)
 
 
 def _axis(op: str, a: np.ndarray, axis) -> int:

@@ -121,6 +121,32 @@ def test_long_columns_take_the_two_pass_softmax():
                                rtol=1e-6, atol=1e-7)
 
 
+def test_norms_down_columns_split_across_threads_are_the_same():
+    """The norms down columns take whole rows at a time; one wide row of
+    columns is cut into a strip per thread (and the columns left over), each
+    column computed the same way: 1, 2 and 3 threads give the same bits,
+    within float64's answer (rows not a multiple of the eight a block adds)."""
+    x = RNG.standard_normal((37, 3 * 2048 + 37)).astype(np.float32) + 2
+    w, b = RNG.standard_normal(37).astype(np.float32), RNG.standard_normal(37).astype(np.float32)
+    calls = {"layer_norm": lambda: dsl.ops.layer_norm(x, w, b, axis=0),
+             "layer_norm_plain": lambda: dsl.ops.layer_norm(x, axis=0),
+             "rms_norm": lambda: dsl.ops.rms_norm(x, w, axis=0)}
+    results = {name: [] for name in calls}
+    for threads in (1, 2, 3):
+        dsl.set_num_threads(threads)
+        try:
+            for name, call in calls.items():
+                results[name].append(call())
+        finally:
+            dsl.set_num_threads(0)
+    for name, (one, *more) in results.items():
+        for other in more:
+            np.testing.assert_array_equal(one, other, err_msg=name)
+    np.testing.assert_allclose(results["layer_norm"][0], layer_norm64(x, 0, w, b), rtol=1e-5, atol=2e-6)
+    np.testing.assert_allclose(results["layer_norm_plain"][0], layer_norm64(x, 0), rtol=1e-5, atol=2e-6)
+    np.testing.assert_allclose(results["rms_norm"][0], rms_norm64(x, 0, w), rtol=1e-5, atol=2e-6)
+
+
 @pytest.mark.parametrize("op", ["softmax", "layer_norm"])
 def test_layouts_of_the_result(op):
     """A new result is laid out as x is (numpy's order='K'); an out laid out
