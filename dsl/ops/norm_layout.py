@@ -1,7 +1,8 @@
 """How softmax and the norms (norm.py) see an array: the normalized axis as
 the rows of x[R, C] when it is contiguous, else down the columns of
 x[O, C, I], where I is the contiguous run of the axes inside it (the
-`_cols` kernels of stdlib/norm_cols.tk take strips of I as vector lanes).
+softmaxes' `_cols` kernels of stdlib/norm_cols.tk take strips of I as
+vector lanes; the norms' `_down` kernels whole rows, norm.py's `_down`).
 
     kind, x_view, out_view = views(x, out, axis)   # or None: copy x first
 
@@ -48,7 +49,8 @@ def views(a: np.ndarray, out: np.ndarray, axis: int):
 
 
 def kernel_name(kind: str, name: str, x_view: np.ndarray) -> tuple[str, str]:
-    """(stdlib module, kernel) of `name` ('softmax', 'layer_norm_plain', ...) for these views."""
+    """(stdlib module, kernel) of `name` ('softmax', 'log_softmax', or a
+    norm along rows: 'layer_norm_plain', ...) for these views."""
     if kind == "rows":
         return "norm", f"{name}_rows"
     if x_view.shape[2] < WIDE_COLUMNS:
