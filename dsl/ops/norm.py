@@ -78,45 +78,43 @@ def _rowwise(op: str, x, axis, out, name: str, extra: tuple = ()) -> np.ndarray:
         target = result if result.flags.c_contiguous else np.empty_like(a)
         found = views(a, target, ax)
     kind, x_view, out_view = found
-    if kind == "cols" and name in _DOWN:
-        _down(name, x_view, extra, out_view)
+    module, kernel = kernel_name(kind, name, x_view)
+    if kernel.endswith("_down"):
+        _down(kernel, name, x_view, extra, out_view)
     else:
-        stdlib_kernel(*kernel_name(kind, name, x_view))(x_view, *extra, out_view)
+        stdlib_kernel(module, kernel)(x_view, *extra, out_view)
     if target is not result:
         np.copyto(result, target)
     return result
 
 
-# The norms down columns take whole rows at a time (stdlib/norm_cols.tk's
-# `_down` kernels, with a float64 row of scratch per o); the plain forms with
-# a weight of ones (and a bias of zeros).
-_DOWN = {"layer_norm": "layer_norm_down", "layer_norm_plain": "layer_norm_down",
-         "rms_norm": "rms_norm_down", "rms_norm_plain": "rms_norm_down"}
+# The scratch rows (one per o) of the `_down` kernels, by dtype.
+_SCRATCH = {"layer_norm_down": (np.float64, np.float32), "rms_norm_down": (np.float64,),
+            "softmax_down": (np.float32, np.float32), "log_softmax_down": (np.float32, np.float32)}
 
 
-def _down(name: str, x: np.ndarray, extra: tuple, out: np.ndarray) -> None:
-    """out = the norm `name` of x [O, C, I] along C. A single o of columns
-    enough for the threads is cut into one strip per thread (as sums down
-    columns are, ops/reduce.py), the columns left over in a second call."""
+def _down(kernel: str, name: str, x: np.ndarray, extra: tuple, out: np.ndarray) -> None:
+    """out = `name` of x [O, C, I] along C by the whole-row `kernel`. A single
+    o of columns enough for the threads is cut into one strip per thread (as
+    sums down columns are, ops/reduce.py), the columns left over in a second call."""
     O, C, I = x.shape
     if name.endswith("_plain"):  # (eps,) -> a weight of ones (and a bias of zeros), eps
         extra = (np.ones(C, np.float32),) + ((np.zeros(C, np.float32),) if name == "layer_norm_plain" else ()) + extra
-    kernel = stdlib_kernel("norm_cols", _DOWN[name])
+    run = stdlib_kernel("norm_cols", kernel)
     threads = num_threads()
     width = even_strips(I, threads) if O == 1 and threads > 1 and C * I >= _SPLIT_ELEMENTS else 0
     if width:
         done = width * threads
         x, rest_x = view_as(x[0, :, :done], (C, threads, width)).transpose(1, 0, 2), x[:, :, done:]
         out, rest_out = view_as(out[0, :, :done], (C, threads, width)).transpose(1, 0, 2), out[:, :, done:]
-    _down_call(kernel, name, x, extra, out)
+    _down_call(run, kernel, x, extra, out)
     if width and rest_x.shape[2]:
-        _down_call(kernel, name, rest_x, extra, rest_out)
+        _down_call(run, kernel, rest_x, extra, rest_out)
 
 
-def _down_call(kernel, name: str, x: np.ndarray, extra: tuple, out: np.ndarray) -> None:
+def _down_call(run, kernel: str, x: np.ndarray, extra: tuple, out: np.ndarray) -> None:
     O, _, I = x.shape
-    scratch = (np.empty((O, I), np.float64),) + ((np.empty((O, I), np.float32),) if name.startswith("layer") else ())
-    kernel(x, *extra, *scratch, out)
+    run(x, *extra, *(np.empty((O, I), dtype) for dtype in _SCRATCH[kernel]), out)
 
 
 def _axis(op: str, a: np.ndarray, axis) -> int:

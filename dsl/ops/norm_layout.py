@@ -1,8 +1,8 @@
 """How softmax and the norms (norm.py) see an array: the normalized axis as
 the rows of x[R, C] when it is contiguous, else down the columns of
 x[O, C, I], where I is the contiguous run of the axes inside it (the
-softmaxes' `_cols` kernels of stdlib/norm_cols.tk take strips of I as
-vector lanes; the norms' `_down` kernels whole rows, norm.py's `_down`).
+`_cols` kernels of stdlib/norm_cols.tk take strips of I as vector lanes,
+the `_down` kernels whole rows: kernel_name picks).
 
     kind, x_view, out_view = views(x, out, axis)   # or None: copy x first
 
@@ -19,9 +19,13 @@ from . import _layout as L
 
 # At least this many columns of I take the 64-lane kernels (stdlib/norm_cols.tk).
 WIDE_COLUMNS = 64
-# Softmax down columns at least this long takes the two-pass kernel
-# (softmax_long_cols64: a 64-column strip of them outgrows L2).
+# Softmax down columns at least this long takes whole rows at a time
+# (softmax_down: a 64-column strip of them outgrows L2).
 LONG_COLUMNS = 1024
+# The norms down columns all take whole rows at a time; the plain forms take
+# a weight of ones (and a bias of zeros).
+DOWN = {"layer_norm": "layer_norm_down", "layer_norm_plain": "layer_norm_down",
+        "rms_norm": "rms_norm_down", "rms_norm_plain": "rms_norm_down"}
 
 
 def views(a: np.ndarray, out: np.ndarray, axis: int):
@@ -49,14 +53,17 @@ def views(a: np.ndarray, out: np.ndarray, axis: int):
 
 
 def kernel_name(kind: str, name: str, x_view: np.ndarray) -> tuple[str, str]:
-    """(stdlib module, kernel) of `name` ('softmax', 'log_softmax', or a
-    norm along rows: 'layer_norm_plain', ...) for these views."""
+    """(stdlib module, kernel) of `name` ('softmax', 'log_softmax', or a norm:
+    'layer_norm_plain', ...) for these views. A `_down` kernel takes scratch
+    rows besides (norm.py's `_down` calls it)."""
     if kind == "rows":
         return "norm", f"{name}_rows"
+    if not name.endswith("softmax"):
+        return "norm_cols", DOWN[name]
     if x_view.shape[2] < WIDE_COLUMNS:
         return "norm_cols", f"{name}_cols16"
-    if name == "softmax" and x_view.shape[1] >= LONG_COLUMNS:
-        return "norm_cols", "softmax_long_cols64"
+    if x_view.shape[1] >= LONG_COLUMNS:
+        return "norm_cols", f"{name}_down"
     return "norm_cols", f"{name}_cols64"
 
 
