@@ -145,6 +145,24 @@ def even_strips(n: int, pieces: int) -> int:
     return n // pieces // 16 * 16
 
 
+def column_strips(arrays: list[np.ndarray], pieces: int) -> list[list[np.ndarray]]:
+    """Arrays of one outer row, [1, ..., I] with the columns last, as the parts
+    a kernel over [O, ..., I] is called on: [pieces, ..., width] views, a strip
+    of columns each (one per thread: even_strips' width), then [1, ..., rest]
+    views of the columns left over, if any; [arrays] when I is too narrow."""
+    columns = arrays[0].shape[-1]
+    width = even_strips(columns, pieces)
+    if not width:
+        return [arrays]
+    done = width * pieces
+    strips = []
+    for a in arrays:
+        mid = a.shape[1:-1]
+        part = view_as(a[0, ..., :done], mid + (pieces, width))
+        strips.append(part.transpose(len(mid), *range(len(mid)), len(mid) + 1))
+    return [strips] + ([[a[..., done:] for a in arrays]] if done < columns else [])
+
+
 def view_as(a: np.ndarray, shape: tuple) -> np.ndarray:
     """`a` reshaped to `shape` as a view, never a copy (the caller knows the
     strides allow it). numpy's reshape takes 0.3 us where `as_strided` took 5."""

@@ -19,7 +19,7 @@ import numpy as np
 
 from ..library import num_threads
 from . import _layout as L
-from .arrays import even_strips, view_as
+from .arrays import column_strips
 from .library import stdlib_kernel
 from .norm_layout import kernel_name, views
 from .reduce import normalize_axes
@@ -102,19 +102,10 @@ def _down(kernel: str, name: str, x: np.ndarray, extra: tuple, out: np.ndarray) 
         extra = (np.ones(C, np.float32),) + ((np.zeros(C, np.float32),) if name == "layer_norm_plain" else ()) + extra
     run = stdlib_kernel("norm_cols", kernel)
     threads = num_threads()
-    width = even_strips(I, threads) if O == 1 and threads > 1 and C * I >= _SPLIT_ELEMENTS else 0
-    if width:
-        done = width * threads
-        x, rest_x = view_as(x[0, :, :done], (C, threads, width)).transpose(1, 0, 2), x[:, :, done:]
-        out, rest_out = view_as(out[0, :, :done], (C, threads, width)).transpose(1, 0, 2), out[:, :, done:]
-    _down_call(run, kernel, x, extra, out)
-    if width and rest_x.shape[2]:
-        _down_call(run, kernel, rest_x, extra, rest_out)
-
-
-def _down_call(run, kernel: str, x: np.ndarray, extra: tuple, out: np.ndarray) -> None:
-    O, _, I = x.shape
-    run(x, *extra, *(np.empty((O, I), dtype) for dtype in _SCRATCH[kernel]), out)
+    split = O == 1 and threads > 1 and C * I >= _SPLIT_ELEMENTS
+    for xs, outs in column_strips([x, out], threads) if split else [[x, out]]:
+        scratch = (np.empty((xs.shape[0], xs.shape[2]), dtype) for dtype in _SCRATCH[kernel])
+        run(xs, *extra, *scratch, outs)
 
 
 def _axis(op: str, a: np.ndarray, axis) -> int:

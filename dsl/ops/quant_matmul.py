@@ -130,7 +130,7 @@ def _run(plan: _Plan, wq: np.ndarray, xm: np.ndarray) -> np.ndarray:
     kernel = getattr(quant_library(dot_module()), f"qdot_{plan.fmt.name}")
     weights = _weight_views(wq.reshape(n, blocks, plan.fmt.nbytes), plan.fmt.name)
     if plan.act.name == "q8_k":  # quantized by the kernel, into q8_K's fields (one array each)
-        kernel(*weights, np.ascontiguousarray(xm).reshape(m, blocks, 256), np.empty((m, blocks, 292), np.int8),
+        kernel(*weights, np.ascontiguousarray(xm).reshape(m, blocks, plan.act.block), np.empty((m, blocks, 292), np.int8),
                np.empty((m, blocks, 73), np.float32), np.empty((m, blocks, 146), np.int16), y)
     else:
         xq = quantize_activations(xm).reshape(m, blocks, plan.act.nbytes)

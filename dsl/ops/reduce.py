@@ -21,7 +21,7 @@ import numpy as np
 
 from ..library import num_threads
 from . import _layout as L
-from .arrays import even_strips, view_as
+from .arrays import column_strips
 from .library import stdlib_kernel, stdlib_library
 from .reduce_layout import empty_like_kept, views
 
@@ -163,15 +163,9 @@ def _sum_mid(lib, view: np.ndarray, flat: np.ndarray) -> None:
     columns left over in a second call."""
     O, R, I = view.shape
     threads = num_threads()
-    if O > 1 or threads < 2 or R * I < _SPLIT_MID_ELEMENTS or I < _SPLIT_MID_COLUMNS * threads:
-        lib.sum_mid(view, np.empty((O, I), np.float64), flat)
-        return
-    width = even_strips(I, threads)
-    done = width * threads
-    strips = view_as(view[0, :, :done], (R, threads, width)).transpose(1, 0, 2)
-    lib.sum_mid(strips, np.empty((threads, width), np.float64), view_as(flat[0, :done], (threads, width)))
-    if done < I:
-        lib.sum_mid(view[:, :, done:], np.empty((1, I - done), np.float64), flat[:, done:])
+    split = O == 1 and threads > 1 and R * I >= _SPLIT_MID_ELEMENTS and I >= _SPLIT_MID_COLUMNS * threads
+    for x, y in column_strips([view, flat], threads) if split else [[view, flat]]:
+        lib.sum_mid(x, np.empty(y.shape, np.float64), y)
 
 
 def _along_rows(kernel, view: np.ndarray, flat: np.ndarray) -> None:
