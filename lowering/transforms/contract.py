@@ -52,29 +52,15 @@ from .. import ir
 from ..arith import add, both, compare, floordiv, i64, maximum, minimum, mul, roundup, sub
 from ..machine import Machine, MicroTile, micro_tile
 from ..rewrite import walk_stmts
-from ..types import BOOL, I64
+from ..types import I64
 from .contract_match import Contraction, match_nest, uses
 from .contract_sink import SUNK_REMARK, sink, sink_reduction_loops
-from .microkernel import Direct, Packed, batch_reduce_vars, tile_body
+from .contract_direct import SMALL_WORK, all_of, any_of, at_most, half_tile, small_product, unpacked
+from .microkernel import Packed, batch_reduce_vars, tile_body
 from .nest import ScheduleError, find_loop, fresh_locals, remark, replace_loop
 from .pack import a_row_stride, k_innermost, pack_a, pack_a_rows, pack_b
 
 name = "contract"
-SMALL_WORK = 48 ** 3  # multiply-adds below which the M blocks are not split for threads
-# Products read in place, without packing: B at most this many elements (it
-# stays in L1/L2 while every strip of A passes over it), and at most this work.
-DIRECT_B_ELEMENTS = 128 * 128
-DIRECT_WORK = 128 ** 3
-# Short products (few rows of A, as each output row of a convolution is)
-# reuse a packed B too little to pay for packing it: they read B in place
-# while it fits in half of Zen 3's 512 KiB L2. A ResNet layer's rows (56 x 64,
-# K = 576): 132 GFLOP/s in place against 90 packed. So do batch-reduce
-# products of any length: packed, each C tile is stored once per batch-reduce
-# step, whose K is short (a convolution tap's: C_in); in place, the tile stays
-# in registers over all of them. A ResNet layer's image as one product (3022
-# x 64, 9 taps of K = 64, Zen 4): 110 GFLOP/s in place against 95 packed.
-DIRECT_ROWS = 64
-DIRECT_B_BYTES = 256 * 1024
 
 
 def run(kernel: ir.Kernel, d, machine: Machine = Machine(), remarks: list | None = None) -> ir.Kernel:
@@ -208,7 +194,7 @@ def _batch_parallel(batch: ir.For, blocked: list[ir.Stmt], m: ir.Expr, mr: int) 
         even = compare("==", mul(floordiv(trips, threads), threads), trips)
         long = compare(">=", trips, mul(threads, i64(4)))
         short_products = compare("<", m, mul(threads, i64(4 * mr)))
-        enough = both(enough, _any([even, long, short_products]))
+        enough = both(enough, any_of([even, long, short_products]))
     # The two copies share no variable (see `fresh_locals`).
     serial = fresh_locals((replace(batch, body=tuple(blocked)),))
     return ir.If(enough, (replace(batch, body=tuple(blocked), kind="parallel"),), serial, batch.span)
@@ -233,26 +219,6 @@ def _blocking(c: Contraction, t: MicroTile, options: dict) -> tuple[int, int, in
     return mc, kc, nc
 
 
-def _at_most(M: ir.Expr, N: ir.Expr, K: ir.Expr, work: int, more: bool = False) -> ir.Expr:
-    """M x N x max(K, 1) <= work (or, with `more`, > work), without forming
-    the product (it could overflow)."""
-    return compare(">" if more else "<=", mul(M, N), floordiv(i64(work), maximum(K, i64(1))))
-
-
-def _all(conds: list[ir.Expr]) -> ir.Expr:
-    out = conds[0]
-    for x in conds[1:]:
-        out = ir.Binary("and", out, x, BOOL)
-    return out
-
-
-def _any(conds: list[ir.Expr]) -> ir.Expr:
-    out = conds[0]
-    for x in conds[1:]:
-        out = ir.Binary("or", out, x, BOOL)
-    return out
-
-
 def _blocked(c: Contraction, t: MicroTile, blocking: tuple[int, int, int], code: int, a_stride: int | None,
              direct: bool, narrow: MicroTile | None = None) -> list[ir.Stmt]:
     """The packed nest; with `direct`, small products take the unpacked path
@@ -271,7 +237,7 @@ def _blocked(c: Contraction, t: MicroTile, blocking: tuple[int, int, int], code:
     # An empty batch-reduce loop empties the whole sum: K = 0, and the loops
     # around the panels still run once, so that C gets written.
     empty = [compare("<=", r.stop, i64(0)) for r in c.br]
-    k_size = c.k.stop if not empty else ir.Select(_any(empty), i64(0), c.k.stop, I64, span)
+    k_size = c.k.stop if not empty else ir.Select(any_of(empty), i64(0), c.k.stop, I64, span)
     sizes = [ir.Assign(M, c.m.stop, span), ir.Assign(N, c.n.stop, span), ir.Assign(K, k_size, span)]
     # The whole sum's length (K times the batch-reduce extents), for the
     # decisions that weigh the work.
@@ -297,7 +263,7 @@ def _blocked(c: Contraction, t: MicroTile, blocking: tuple[int, int, int], code:
     first = [compare("==", ir.Var(pc_loop_var), i64(0)), *(compare("==", at["br"][r.var], i64(0)) for r in c.br)]
     last = [compare(">=", add(ir.Var(pc_loop_var), ir.Var(kc)), ir.Var(K)),
             *(compare(">=", at["br"][r.var], sub(r.stop, i64(1))) for r in c.br)]
-    tile = _packed_tiles(c, t, at, ir.Var(kc), _all(first), _all(last))
+    tile = _packed_tiles(c, t, at, ir.Var(kc), all_of(first), all_of(last))
     m_strips = ir.For(strip, i64(0), ir.Var(mcur), t.mr, tuple(tile), f"{c.m.name}.strip", span=span)
     n_strips = ir.For(js, i64(0), ir.Var(nc), t.nr, (m_strips,), f"{c.n.name}.strip", span=span)
     def first_row(b: ir.Expr) -> ir.Expr:  # of block b: the blocks share the strips out evenly
@@ -307,29 +273,33 @@ def _blocked(c: Contraction, t: MicroTile, blocking: tuple[int, int, int], code:
                   ir.Assign(mcur, sub(minimum(first_row(add(ir.Var(block), i64(1))), ir.Var(M)), ir.Var(ic)), span),
                   *(pack_a_rows(c, t, at, a_stride) if a_stride else pack_a(c, t, at)), n_strips]
     m_blocks = ir.For(block, i64(0), ir.Var(blocks), 1, tuple(block_body), f"{c.m.name}.block", "parallel", span)
+    k_panels = _k_panels(c, t, at, (kc, K, threads, pc_loop_var), kc_max, m_blocks)
+    n_body = [ir.Assign(nc, minimum(i64(nc_max), sub(ir.Var(N), ir.Var(jc_loop_var))), span), k_panels]
+    n_panels = ir.For(jc_loop_var, i64(0), ir.Var(N), nc_max, tuple(n_body), f"{c.n.name}.panel", span=span)
+    if not direct:
+        return [*sizes, *setup, n_panels]
+    direct_path = unpacked(c, t, narrow, ir.Var(M), ir.Var(N), ir.Var(K), k_total)
+    small = small_product(c, ir.Var(M), ir.Var(N), k_total)
+    return [*sizes, ir.If(small, tuple(direct_path), (*setup, n_panels), span)]
+
+
+def _k_panels(c: Contraction, t: MicroTile, at: dict, syms: tuple, kc_max: int, m_blocks: ir.Stmt) -> ir.Stmt:
+    """The loops over K's panels (and the batch-reduce loops around them):
+    each packs its panel of B, then runs `m_blocks` on it. syms: (kc, K,
+    threads, the panel loop's variable)."""
+    kc, k, threads, pc = syms
+    span = c.nest.span
     # B's panel is packed by the whole team when the product is large enough
     # (serially it cost ~3% of 512x3584x3584 on two threads).
     team_pack = [replace(s, kind="parallel") for s in pack_b(c, t, at)]
-    k_body = [ir.Assign(kc, minimum(i64(kc_max), sub(ir.Var(K), ir.Var(pc_loop_var))), span),
+    k_body = [ir.Assign(kc, minimum(i64(kc_max), sub(ir.Var(k), ir.Var(pc))), span),
               ir.If(compare(">", ir.Var(threads), i64(1)), tuple(team_pack), tuple(pack_b(c, t, at)), span),
               m_blocks]
     # At least one K panel, so that an empty sum (K = 0) still writes zeros.
-    k_panels = ir.For(pc_loop_var, i64(0), maximum(ir.Var(K), i64(1)), kc_max, tuple(k_body),
-                      f"{c.k.name}.panel", span=span)
+    panels = ir.For(pc, i64(0), maximum(ir.Var(k), i64(1)), kc_max, tuple(k_body), f"{c.k.name}.panel", span=span)
     for r in reversed(c.br):  # batch-reduce loops: each sums into C panel after panel
-        k_panels = ir.For(at["br"][r.var].sym, i64(0), maximum(r.stop, i64(1)), 1, (k_panels,), r.name, span=span)
-    n_body = [ir.Assign(nc, minimum(i64(nc_max), sub(ir.Var(N), ir.Var(jc_loop_var))), span), k_panels]
-    n_panels = ir.For(jc_loop_var, i64(0), ir.Var(N), nc_max, tuple(n_body), f"{c.n.name}.panel", span=span)
-    # Small products skip packing: B's rows are read where they are.
-    b_elements = mul(k_total, ir.Var(N))
-    small = ir.Binary("or", _all([compare("<=", b_elements, i64(DIRECT_B_ELEMENTS)),
-                                  _at_most(ir.Var(M), ir.Var(N), k_total, DIRECT_WORK)]),
-                      _all([*([] if c.br else [compare("<=", ir.Var(M), i64(DIRECT_ROWS))]),
-                            compare("<=", b_elements, i64(DIRECT_B_BYTES // (dtype.bits // 8)))]), BOOL)
-    if not direct:
-        return [*sizes, *setup, n_panels]
-    direct_path = _direct(c, t, narrow, ir.Var(M), ir.Var(N), ir.Var(K), k_total)
-    return [*sizes, ir.If(small, tuple(direct_path), (*setup, n_panels), span)]
+        panels = ir.For(at["br"][r.var].sym, i64(0), maximum(r.stop, i64(1)), 1, (panels,), r.name, span=span)
+    return panels
 
 
 def _packed_tiles(c: Contraction, t: MicroTile, at: dict, kc: ir.Expr, first: ir.Expr,
@@ -347,7 +317,7 @@ def _packed_tiles(c: Contraction, t: MicroTile, at: dict, kc: ir.Expr, first: ir
         return tile_body(c, v, at, kc, first, Packed(c, v, at, packed=t), last_panel=last)
 
     out = variant(t.mr, t.vectors)
-    half = _half(t)
+    half = half_tile(t)
     if half is not None:
         out = [ir.If(compare("<=", at["rows"], i64(half.mr)), tuple(variant(half.mr, t.vectors)), tuple(out),
                      c.nest.span)]
@@ -355,13 +325,6 @@ def _packed_tiles(c: Contraction, t: MicroTile, at: dict, kc: ir.Expr, first: ir
         out = [ir.If(compare("<=", at["cols"], i64(vectors * t.lanes)), tuple(variant(t.mr, vectors)), tuple(out),
                      c.nest.span)]
     return out
-
-
-def _half(t: MicroTile) -> MicroTile | None:
-    """The tile half as tall, for a last strip of few rows (32 rows with a
-    14-row tile were 14 + 14 + 14, of which 10 computed for nothing); None
-    when the tile is too short to halve."""
-    return MicroTile(t.mr // 2, t.vectors, t.lanes, t.fused) if t.mr >= 4 else None
 
 
 def _m_blocks(M: ir.Expr, N: ir.Expr, K: ir.Expr, t: MicroTile, mc_max: int, syms, span) -> list[ir.Stmt]:
@@ -372,7 +335,7 @@ def _m_blocks(M: ir.Expr, N: ir.Expr, K: ir.Expr, t: MicroTile, mc_max: int, sym
     others': rounding the block size up to mr instead left 1024 rows as nine
     blocks of 112 and one of 16, 560 rows on one thread and 464 on the other."""
     threads, blocks, strips = syms
-    few = _at_most(M, N, K, SMALL_WORK - 1)
+    few = at_most(M, N, K, SMALL_WORK - 1)
     return [
         ir.Assign(strips, floordiv(add(M, i64(t.mr - 1)), i64(t.mr)), span),
         ir.Assign(blocks, floordiv(add(M, i64(mc_max - 1)), i64(mc_max)), span),
@@ -382,40 +345,3 @@ def _m_blocks(M: ir.Expr, N: ir.Expr, K: ir.Expr, t: MicroTile, mc_max: int, sym
                               ir.Var(threads)), span),
         ir.Assign(blocks, maximum(i64(1), minimum(ir.Var(blocks), ir.Var(strips))), span),
     ]
-
-
-def _direct(c: Contraction, t: MicroTile, narrow: MicroTile | None, M: ir.Expr, N: ir.Expr, K: ir.Expr,
-            k_total: ir.Expr) -> list[ir.Stmt]:
-    """The micro-kernel straight on A and B, strips of C's rows in parallel.
-    With a `narrow` tile (one vector wide, more rows), products whose columns
-    would leave the wide tile's last vectors empty take it instead: a
-    convolution's 16 output channels fill half of AVX-512's 14 x 32 tile and
-    all of a 30 x 16 one (the seed's shape: 103 GFLOP/s against 50)."""
-    if narrow is None:
-        return _direct_strips(c, t, M, N, K, k_total)
-    fewer_columns = compare("<", roundup(N, narrow.nr), roundup(N, t.nr))
-    return [ir.If(fewer_columns, tuple(_direct_strips(c, narrow, M, N, K, k_total)),
-                  tuple(fresh_locals(tuple(_direct_strips(c, t, M, N, K, k_total)))), c.nest.span)]
-
-
-def _direct_strips(c: Contraction, t: MicroTile, M: ir.Expr, N: ir.Expr, K: ir.Expr,
-                   k_total: ir.Expr) -> list[ir.Stmt]:
-    span = c.nest.span
-    js, strip = ir.Sym("js", I64, "loop"), ir.Sym("is", I64, "loop")
-    at = {"m0": ir.Var(strip), "n0": ir.Var(js), "M": M, "N": N,
-          "rows": minimum(i64(t.mr), sub(M, ir.Var(strip))), "cols": minimum(i64(t.nr), sub(N, ir.Var(js)))}
-    whole_at = {**at, "br": batch_reduce_vars(c), "br_loops": True}
-    edge_at = {**at, "br": batch_reduce_vars(c), "br_loops": True}
-    whole = tile_body(c, t, whole_at, K, ir.Const(True, BOOL), Direct(c, t, whole_at, edge=False))
-    edge = tile_body(c, t, edge_at, K, ir.Const(True, BOOL), Direct(c, t, edge_at, edge=True))
-    full = ir.Binary("and", compare("==", at["rows"], i64(t.mr)), compare("==", at["cols"], i64(t.nr)), BOOL)
-    half = _half(t)
-    if half is not None:
-        half_at = {**at, "rows": minimum(i64(half.mr), sub(M, ir.Var(strip))), "br": batch_reduce_vars(c),
-                   "br_loops": True}
-        short = tile_body(c, half, half_at, K, ir.Const(True, BOOL), Direct(c, half, half_at, edge=True))
-        edge = [ir.If(compare("<=", sub(M, ir.Var(strip)), i64(half.mr)), tuple(short), tuple(edge), span)]
-    n_strips = ir.For(js, i64(0), N, t.nr, (ir.If(full, tuple(whole), tuple(edge), span),), f"{c.n.name}.strip",
-                      span=span)
-    enough = _at_most(M, N, k_total, SMALL_WORK - 1, more=True)
-    return [ir.For(strip, i64(0), M, t.mr, (n_strips,), f"{c.m.name}.strip", "parallel", span, when=enough)]

@@ -1,0 +1,107 @@
+"""The unpacked path of `contract`: the micro-kernel straight on A and B.
+
+Small products (B at most 128 x 128, at most 128^3 multiply-adds) skip
+packing: strips of C's rows run in parallel while B stays in L1/L2. So do
+short ones (M <= 64, B within 256 KiB), and batch-reduce products of any
+length. Also the predicates on sizes that the packed path shares.
+"""
+
+from __future__ import annotations
+
+from .. import ir
+from ..arith import compare, floordiv, i64, maximum, minimum, mul, roundup, sub
+from ..machine import MicroTile
+from ..types import BOOL, I64
+from .contract_match import Contraction
+from .microkernel import Direct, batch_reduce_vars, tile_body
+from .nest import fresh_locals
+
+SMALL_WORK = 48 ** 3  # multiply-adds below which the M blocks are not split for threads
+# Products read in place, without packing: B at most this many elements (it
+# stays in L1/L2 while every strip of A passes over it), and at most this work.
+DIRECT_B_ELEMENTS = 128 * 128
+DIRECT_WORK = 128 ** 3
+# Short products (few rows of A, as each output row of a convolution is)
+# reuse a packed B too little to pay for packing it: they read B in place
+# while it fits in half of Zen 3's 512 KiB L2. A ResNet layer's rows (56 x 64,
+# K = 576): 132 GFLOP/s in place against 90 packed. So do batch-reduce
+# products of any length: packed, each C tile is stored once per batch-reduce
+# step, whose K is short (a convolution tap's: C_in); in place, the tile stays
+# in registers over all of them. A ResNet layer's image as one product (3022
+# x 64, 9 taps of K = 64, Zen 4): 110 GFLOP/s in place against 95 packed.
+DIRECT_ROWS = 64
+DIRECT_B_BYTES = 256 * 1024
+
+
+def at_most(M: ir.Expr, N: ir.Expr, K: ir.Expr, work: int, more: bool = False) -> ir.Expr:
+    """M x N x max(K, 1) <= work (or, with `more`, > work), without forming
+    the product (it could overflow)."""
+    return compare(">" if more else "<=", mul(M, N), floordiv(i64(work), maximum(K, i64(1))))
+
+
+def all_of(conds: list[ir.Expr]) -> ir.Expr:
+    out = conds[0]
+    for x in conds[1:]:
+        out = ir.Binary("and", out, x, BOOL)
+    return out
+
+
+def any_of(conds: list[ir.Expr]) -> ir.Expr:
+    out = conds[0]
+    for x in conds[1:]:
+        out = ir.Binary("or", out, x, BOOL)
+    return out
+
+
+def small_product(c: Contraction, m: ir.Expr, n: ir.Expr, k_total: ir.Expr) -> ir.Expr:
+    """Whether the product is small enough to skip packing (B's rows are read
+    where they are): little of B, or little work, or few rows and B in cache."""
+    b_elements = mul(k_total, n)
+    return ir.Binary("or", all_of([compare("<=", b_elements, i64(DIRECT_B_ELEMENTS)),
+                                 at_most(m, n, k_total, DIRECT_WORK)]),
+                     all_of([*([] if c.br else [compare("<=", m, i64(DIRECT_ROWS))]),
+                           compare("<=", b_elements, i64(DIRECT_B_BYTES // (c.dtype.bits // 8)))]), BOOL)
+
+
+def half_tile(t: MicroTile) -> MicroTile | None:
+    """The tile half as tall, for a last strip of few rows (32 rows with a
+    14-row tile were 14 + 14 + 14, of which 10 computed for nothing); None
+    when the tile is too short to halve."""
+    return MicroTile(t.mr // 2, t.vectors, t.lanes, t.fused) if t.mr >= 4 else None
+
+
+def unpacked(c: Contraction, t: MicroTile, narrow: MicroTile | None, M: ir.Expr, N: ir.Expr, K: ir.Expr,
+            k_total: ir.Expr) -> list[ir.Stmt]:
+    """The micro-kernel straight on A and B, strips of C's rows in parallel.
+    With a `narrow` tile (one vector wide, more rows), products whose columns
+    would leave the wide tile's last vectors empty take it instead: a
+    convolution's 16 output channels fill half of AVX-512's 14 x 32 tile and
+    all of a 30 x 16 one (the seed's shape: 103 GFLOP/s against 50)."""
+    if narrow is None:
+        return _direct_strips(c, t, M, N, K, k_total)
+    fewer_columns = compare("<", roundup(N, narrow.nr), roundup(N, t.nr))
+    return [ir.If(fewer_columns, tuple(_direct_strips(c, narrow, M, N, K, k_total)),
+                  tuple(fresh_locals(tuple(_direct_strips(c, t, M, N, K, k_total)))), c.nest.span)]
+
+
+def _direct_strips(c: Contraction, t: MicroTile, M: ir.Expr, N: ir.Expr, K: ir.Expr,
+                   k_total: ir.Expr) -> list[ir.Stmt]:
+    span = c.nest.span
+    js, strip = ir.Sym("js", I64, "loop"), ir.Sym("is", I64, "loop")
+    at = {"m0": ir.Var(strip), "n0": ir.Var(js), "M": M, "N": N,
+          "rows": minimum(i64(t.mr), sub(M, ir.Var(strip))), "cols": minimum(i64(t.nr), sub(N, ir.Var(js)))}
+    whole_at = {**at, "br": batch_reduce_vars(c), "br_loops": True}
+    edge_at = {**at, "br": batch_reduce_vars(c), "br_loops": True}
+    whole = tile_body(c, t, whole_at, K, ir.Const(True, BOOL), Direct(c, t, whole_at, edge=False))
+    edge = tile_body(c, t, edge_at, K, ir.Const(True, BOOL), Direct(c, t, edge_at, edge=True))
+    full = ir.Binary("and", compare("==", at["rows"], i64(t.mr)), compare("==", at["cols"], i64(t.nr)), BOOL)
+    half = half_tile(t)
+    if half is not None:
+        half_at = {**at, "rows": minimum(i64(half.mr), sub(M, ir.Var(strip))), "br": batch_reduce_vars(c),
+                   "br_loops": True}
+        short = tile_body(c, half, half_at, K, ir.Const(True, BOOL), Direct(c, half, half_at, edge=True))
+        edge = [ir.If(compare("<=", sub(M, ir.Var(strip)), i64(half.mr)), tuple(short), tuple(edge), span)]
+    n_strips = ir.For(js, i64(0), N, t.nr, (ir.If(full, tuple(whole), tuple(edge), span),), f"{c.n.name}.strip",
+                      span=span)
+    enough = at_most(M, N, k_total, SMALL_WORK - 1, more=True)
+    return [ir.For(strip, i64(0), M, t.mr, (n_strips,), f"{c.m.name}.strip", "parallel", span, when=enough)]
