@@ -48,7 +48,9 @@ def load(path) -> dict[str, GGUFTensor]:
     """The tensors of the GGUF file at `path`, by name, in file order.
 
     A file that is truncated or malformed, or whose tensor data does not match
-    a tensor's type and shape, raises ValueError naming the file (and the tensor).
+    a tensor's type and shape (each tensor must start where the one before it
+    ends, padded to the file's alignment, as llama.cpp requires), raises
+    ValueError naming the file (and the tensor).
 
         >>> tensors = dsl.gguf.load("model.gguf")     # doctest: +SKIP
     """
@@ -59,20 +61,33 @@ def load(path) -> dict[str, GGUFTensor]:
     path = Path(path)
     try:
         reader = gguf.GGUFReader(path, "r")
+        _check_layout(path, reader)
         return {t.name: _tensor(gguf, path, t) for t in reader.tensors}
     except (ValueError, IndexError, KeyError, struct.error, EOFError) as exc:
         raise ValueError(f"dsl.gguf.load: {path} is not a readable GGUF file (truncated or malformed): {exc}") from None
 
 
+def _check_layout(path: Path, reader) -> None:
+    """Each tensor's data starts where the one before it ends, padded to the
+    file's alignment (as llama.cpp's loader demands): the reader sizes each
+    tensor from its own type and shape, so a shape that claims more bytes
+    than were written would read into the next tensor, and one that claims
+    fewer would leave bytes that belong to nobody."""
+    expected = 0
+    for t in reader.tensors:
+        offset = int(t.data_offset) - int(reader.data_offset)
+        if offset != expected:
+            raise ValueError(f"{path}: tensor '{t.name}' starts at byte {offset} of the tensor data, expected "
+                             f"{expected} (where the tensor before it ends, padded to {reader.alignment} bytes): "
+                             f"its offset, or the type or shape of a tensor before it, is wrong")
+        expected += -(-int(t.n_bytes) // reader.alignment) * reader.alignment
+
+
 def _tensor(gguf, path: Path, t) -> GGUFTensor:
     qtype = gguf.GGMLQuantizationType(t.tensor_type).name.lower()
     shape = tuple(int(d) for d in reversed(t.shape.tolist()))
-    block, type_bytes = gguf.GGML_QUANT_SIZES[gguf.GGMLQuantizationType(t.tensor_type)]
+    block, _ = gguf.GGML_QUANT_SIZES[gguf.GGMLQuantizationType(t.tensor_type)]
     if shape and shape[-1] % block:
         raise ValueError(f"{path}: tensor '{t.name}' has rows of {shape[-1]} values, not a whole number of "
                          f"{qtype} blocks ({block} values each)")
-    want = int(np.prod(shape, dtype=np.int64)) // block * type_bytes
-    if t.data.nbytes != want:
-        raise ValueError(f"{path}: tensor '{t.name}' ({qtype}, shape {shape}) needs {want} bytes of data, "
-                         f"the file has {t.data.nbytes}")
     return GGUFTensor(t.name, qtype, shape, t.data)

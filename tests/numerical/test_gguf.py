@@ -72,6 +72,8 @@ def test_truncated_file(model, keep):
 @pytest.mark.parametrize("tensor, row, words", [
     ("w.q8_0", 500, "not a multiple of Q8_0 block size"),  # rows of 500 q8_0 values
     ("w.q6_k", 1024, "cannot reshape"),  # twice the data the file holds for it
+    ("w.q4_k", 768, "'w.q5_k' starts at byte"),  # would read into the next tensor's bytes
+    ("w.q4_k", 256, "'w.q5_k' starts at byte"),  # would leave bytes that belong to no tensor
 ])
 def test_bad_tensor_shape(model, tensor, row, words):
     path, _, _ = model
@@ -83,5 +85,30 @@ def test_bad_tensor_shape(model, tensor, row, words):
     bad = path.with_name("bad.gguf")
     bad.write_bytes(bytes(data))
     with pytest.raises(ValueError, match=words) as info:
+        dsl.gguf.load(bad)
+    assert "bad.gguf" in str(info.value)
+
+
+def _edit_tensor_info(path, tensor: str, field: str, value: int):
+    """A copy of the file with one field of a 2-D tensor's entry replaced:
+    after its name come u32 n_dims, u64 ne[0], u64 ne[1], u32 type, u64 offset."""
+    data = bytearray(path.read_bytes())
+    name = tensor.encode()
+    at, size = {"type": (20, 4), "offset": (24, 8)}[field]
+    at += data.index(name) + len(name)
+    data[at: at + size] = value.to_bytes(size, "little")
+    bad = path.with_name("bad.gguf")
+    bad.write_bytes(bytes(data))
+    return bad
+
+
+@pytest.mark.parametrize("field, value", [("offset", 1), ("offset", 64), ("type", int(gguf.GGMLQuantizationType.Q5_K))])
+def test_tensor_data_where_the_layout_puts_it(model, field, value):
+    """A moved offset, or a type whose blocks are another size, puts some
+    tensor's data where the file's layout does not: a clear error, never a
+    tensor that reads another one's bytes or starts off its alignment."""
+    path, _, _ = model
+    bad = _edit_tensor_info(path, "w.q4_k", field, value)
+    with pytest.raises(ValueError, match="starts at byte .* expected") as info:
         dsl.gguf.load(bad)
     assert "bad.gguf" in str(info.value)
