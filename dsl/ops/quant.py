@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from .arrays import as_view
-from .quant_formats import FORMATS, block_rows, check_shape, quant_format, quant_library
+from .quant_formats import FORMATS, aligned, block_rows, check_shape, quant_format, quant_library
 from .quant_lanes import K_LANES, LANES, empty_lanes, from_lanes, to_lanes, whole_groups
 
 from .quant_matmul import qmatmul, qmatvec
@@ -56,6 +56,8 @@ def dequantize(blocks: np.ndarray, qtype: str, shape, out: np.ndarray | None = N
     elif not (isinstance(out, np.ndarray) and out.dtype == np.float32 and out.shape == dims
               and out.flags.c_contiguous and out.flags.writeable):
         raise ValueError(f"dequantize: out must be a writable C-contiguous float32 array of shape {dims}")
+    elif np.may_share_memory(out, rows):
+        raise ValueError("dequantize: out must not overlap blocks")
     if rows.shape[0]:
         kernel = getattr(quant_library("quant_dequant"), f"dequantize_{fmt.name}")
         kernel(*_views(rows, fmt.name), out.reshape(rows.shape[0], fmt.block))
@@ -95,8 +97,11 @@ def quantize(x: np.ndarray, qtype: str, out: np.ndarray | None = None) -> np.nda
     out = np.empty(shape, np.uint8) if out is None else out
     rows = np.ascontiguousarray(x).reshape(-1, fmt.block)
     target = out.reshape(rows.shape[0], fmt.nbytes)
-    if fmt.name in ("q8_0", "q8_k"):
-        quantize_blocks(rows, fmt.name, "quantize", target)
+    if fmt.name in ("q8_0", "q8_k"):  # their kernels write the scales through typed views: an aligned target
+        into = aligned(target)
+        quantize_blocks(rows, fmt.name, "quantize", into)
+        if into is not target:
+            target[...] = into
     else:
         lanes = _LANES[fmt.name]
         whole_groups(rows, target, lambda blocks, into: _k_quants(fmt.name, blocks, into, lanes), lanes)

@@ -13,6 +13,7 @@ bytes (`nbytes`), laid out as in ggml's `ggml-common.h`:
 from __future__ import annotations
 
 import math
+import operator
 from dataclasses import dataclass
 
 import numpy as np
@@ -52,7 +53,7 @@ def quant_format(op: str, qtype: object) -> QuantFormat:
 def check_shape(op: str, fmt: QuantFormat, shape: object) -> tuple[int, ...]:
     """`shape` as a tuple of ints whose last axis is a whole number of blocks."""
     try:
-        dims = tuple(int(d) for d in shape)  # type: ignore[union-attr]
+        dims = tuple(operator.index(d) for d in shape)  # type: ignore[union-attr]
     except TypeError:
         raise TypeError(f"{op}: shape must be a tuple of ints, not {shape!r}") from None
     if not dims or any(d < 0 for d in dims):
@@ -74,7 +75,13 @@ def block_rows(op: str, fmt: QuantFormat, blocks: object, shape: tuple[int, ...]
     if blocks.size != count * fmt.nbytes:
         raise ValueError(f"{op}: {blocks.size} bytes of blocks, but shape {shape} in {fmt.name} "
                          f"takes {count * fmt.nbytes} ({count} blocks of {fmt.nbytes} bytes)")
-    return np.ascontiguousarray(blocks).reshape(count, fmt.nbytes)
+    return aligned(np.ascontiguousarray(blocks)).reshape(count, fmt.nbytes)
+
+
+def aligned(blocks: np.ndarray) -> np.ndarray:
+    """`blocks`, or a copy of them when their address is not a multiple of 4:
+    the kernels read the blocks' f16 and f32 fields in place, as typed views."""
+    return blocks if blocks.ctypes.data % 4 == 0 else blocks.copy()
 
 
 def quant_library(name: str):

@@ -18,7 +18,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .arrays import as_view
-from .quant_formats import FORMATS, QuantFormat, block_rows, check_shape, quant_format, quant_library
+from .quant_formats import FORMATS, QuantFormat, aligned, block_rows, check_shape, quant_format, quant_library
 from .quant_q8 import quantize_blocks
 
 ACTIVATIONS = {"q4_k": "q8_k", "q5_k": "q8_k", "q6_k": "q8_k", "q8_0": "q8_0"}
@@ -117,7 +117,13 @@ def _product(op: str, x, wq, qtype, shape, matrix: bool) -> np.ndarray:
         if x.ndim != rank or x.shape[-1] != plan.k:
             raise ValueError(f"{op}: x has shape {x.shape}, expected {'[M, K]' if matrix else '[K]'} "
                              f"with K = {plan.k}")
-    y = _run(plan, wq, x.reshape(-1, plan.k))
+    xm = x.reshape(x.shape[0] if matrix else 1, plan.k)
+    try:
+        y = _run(plan, wq, xm)
+    except ValueError:  # the kernel's entry checks refused wq's address (block_rows' copy was skipped)
+        if aligned(wq) is wq:
+            raise
+        y = _run(plan, aligned(wq), xm)
     return y if matrix else y[0]
 
 

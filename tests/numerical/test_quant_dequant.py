@@ -80,6 +80,18 @@ def test_into_out():
     np.testing.assert_array_equal(bits(out), bits(ggml_ref.dequantize(blocks, "q5_k", x.shape)))
 
 
+@pytest.mark.parametrize("qtype", QTYPES)
+def test_blocks_at_an_odd_address(qtype):
+    """Blocks in a buffer one byte off: read through an aligned copy, never
+    refused by a kernel's check of its typed views."""
+    blocks = random_blocks(qtype, 3, seed=8)
+    odd = np.frombuffer(bytearray(blocks.nbytes + 1), np.uint8)[1:]
+    odd[:] = blocks.reshape(-1)
+    shape = (3 * FORMATS[qtype].block,)
+    np.testing.assert_array_equal(bits(dsl.ops.dequantize(odd, qtype, shape)),
+                                  bits(dsl.ops.dequantize(blocks, qtype, shape)))
+
+
 def test_empty():
     assert dsl.ops.dequantize(np.zeros(0, np.uint8), "q4_k", (0, 256)).shape == (0, 256)
 
@@ -92,8 +104,15 @@ def test_empty():
     (lambda: dsl.ops.dequantize([0] * 144, "q4_k", (256,)), TypeError, "numpy"),
     (lambda: dsl.ops.dequantize(np.zeros(144, np.uint8), "q4_k", (256,), out=np.empty(256, np.float64)),
      ValueError, "out must be"),
+    (lambda: dsl.ops.dequantize(np.zeros(144, np.uint8), "q4_k", (256.0,)), TypeError, "tuple of ints"),
+    (lambda: _overlapping_out(), ValueError, "must not overlap"),
 ])
 def test_bad_calls(call, error, words):
     with pytest.raises(error, match=words) as info:
         call()
     assert "dequantize" in str(info.value)
+
+
+def _overlapping_out():
+    buf = np.zeros(2048, np.uint8)
+    return dsl.ops.dequantize(buf[:144], "q4_k", (256,), out=buf[:1024].view(np.float32))

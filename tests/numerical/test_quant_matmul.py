@@ -73,6 +73,27 @@ def test_zero_rows_and_columns():
     assert dsl.ops.qmatmul(np.ones((0, 256), np.float32), wq, "q4_k", (3, 256)).shape == (0, 3)
 
 
+@pytest.mark.parametrize("qtype", PRODUCT_TYPES)
+def test_empty_rows_give_zeros(qtype):
+    """K = 0: every product is an empty sum."""
+    empty = np.zeros(0, np.uint8)
+    np.testing.assert_array_equal(dsl.ops.qmatvec(empty, np.zeros(0, np.float32), qtype, (4, 0)), np.zeros(4))
+    np.testing.assert_array_equal(dsl.ops.qmatmul(np.zeros((3, 0), np.float32), empty, qtype, (4, 0)),
+                                  np.zeros((3, 4)))
+
+
+@pytest.mark.parametrize("qtype", PRODUCT_TYPES)
+def test_weights_at_an_odd_address(qtype):
+    """Weights in a buffer one byte off take the quick path's checks and
+    still give the product (through an aligned copy)."""
+    w = rows("gaussian", 4, 512, seed=5)
+    wq = dsl.ops.quantize(w, qtype)
+    odd = np.frombuffer(bytearray(wq.nbytes + 1), np.uint8)[1:].reshape(wq.shape)
+    odd[:] = wq
+    x = rows("uniform", 1, 512, seed=6)[0]
+    np.testing.assert_array_equal(dsl.ops.qmatvec(odd, x, qtype, w.shape), dsl.ops.qmatvec(wq, x, qtype, w.shape))
+
+
 def test_every_form_of_the_arguments_gives_the_same_product():
     """The quick path (a tuple shape, a contiguous uint8 block array, a
     contiguous float32 x) and the general one agree: a list shape, numpy ints,
