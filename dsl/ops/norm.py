@@ -114,6 +114,8 @@ def _axis(op: str, a: np.ndarray, axis) -> int:
         raise ValueError(f"dsl.ops.{op}: needs an array with at least one dimension")
     if axis == -1 and type(axis) is int:
         return a.ndim - 1
+    if not isinstance(axis, (int, np.integer)) or isinstance(axis, bool):
+        raise TypeError(f"dsl.ops.{op}: 'axis' must be an int (one axis), got {axis!r}")
     (ax,) = normalize_axes(op, axis, a.ndim)
     return ax
 

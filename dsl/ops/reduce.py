@@ -65,7 +65,7 @@ def _checked_out(op: str, out, result_shape, dtype) -> np.ndarray:
     """The user's `out`, when it can take the result."""
     out = L.as_view(f"dsl.ops.{op}", "'out'", out)
     if not isinstance(out, np.ndarray) or out.dtype != dtype:
-        raise TypeError(f"dsl.ops.{op}: 'out' must be a {np.dtype(dtype)} numpy array")
+        raise TypeError(f"dsl.ops.{op}: 'out' must be a numpy array of dtype {np.dtype(dtype)}")
     if out.shape != result_shape:
         raise ValueError(f"dsl.ops.{op}: 'out' has shape {out.shape}, the result has {result_shape}")
     if not out.flags.writeable:

@@ -185,6 +185,9 @@ def test_out_overlapping_x_by_a_row(op):
 @pytest.mark.parametrize("call, error, message", [
     (lambda: dsl.ops.softmax(np.float32(1)), ValueError, "dsl.ops.softmax: needs an array"),
     (lambda: dsl.ops.softmax(X, axis=3), ValueError, "dsl.ops.softmax: axis 3 is out of range"),
+    (lambda: dsl.ops.log_softmax(X, axis=(0, 1)), TypeError, r"'axis' must be an int \(one axis\), got \(0, 1\)"),
+    (lambda: dsl.ops.layer_norm(X, axis=None), TypeError, "'axis' must be an int"),
+    (lambda: dsl.ops.rms_norm(X, axis=1.0), TypeError, "'axis' must be an int"),
     (lambda: dsl.ops.layer_norm(X, np.ones(5, np.float32)), ValueError, r"'weight' must have shape \(33,\)"),
     (lambda: dsl.ops.rms_norm(X, eps=-1.0), ValueError, "'eps' must be a number >= 0"),
     (lambda: dsl.ops.rms_norm(X.astype(np.float64)), TypeError, "dsl.ops.rms_norm: 'x' must be float32"),
