@@ -1,4 +1,4 @@
-"""Fit the polynomial of `exp_nonpositive_f32` (stdlib/mathfn.tk) and print its coefficients.
+"""Fit the polynomial of `exp_poly3_f32` (stdlib/mathfn.tk: softmax's, sigmoid's and SiLU's exp) and print its coefficients.
 
 e**r = 1 + r + r^2 q(r) on |r| <= ln2/2 (a hair more: the reduction's
 roundings), q of degree 3; an error of q is an absolute error r^2 dq of e**r,
