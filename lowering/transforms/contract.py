@@ -23,10 +23,12 @@ mc, kc and nc default to 144, 512 and 1024 elements on AVX2
 (options mean packing, whatever the size).
 kc = 512 measured best on Zen 3 (2048^3: 93 GFLOP/s against 85 with 256):
 fewer passes over C, while A's 144 x 512 block (288 KiB) still fits in L2.
-AVX-512's 14 x 32 tile takes A blocks of 8 strips (112 x 512): on a Rocket
-Lake core 1000^3 ran at 137 GFLOP/s with 112-row blocks against 95-102 with
-144. Its kc was 256 there (a packed B strip within 32 KiB); on Zen 4, 512 is
-faster (1 thread, 2048^3: 97 GFLOP/s against 92; 1024^3: 97 against 91).
+A wide tile takes A blocks of 8 strips: AVX-512's 14 x 32 took 112 x 512
+(on a Rocket Lake core 1000^3 ran at 137 GFLOP/s with 112-row blocks against
+95-102 with 144); its packed path now runs 6 x 64 (`machine.packed_tile`), 48
+x 512 blocks (Zen 4: 24 to 144 rows within 1%). Its kc was 256 on Rocket Lake
+(a packed B strip within 32 KiB); on Zen 4, 512 is faster (1 thread, 2048^3:
+108 GFLOP/s against 103; 1024^3: 108 against 104).
 The M blocks are balanced (equal to within a strip, a multiple of the thread count
 when M allows) and each has its own region of Ap, so they run in parallel
 without sharing. Legal when C does not overlap A
@@ -50,7 +52,7 @@ from dataclasses import replace
 
 from .. import ir
 from ..arith import add, both, compare, floordiv, i64, maximum, minimum, mul, roundup, sub
-from ..machine import Machine, MicroTile, micro_tile
+from ..machine import Machine, MicroTile, micro_tile, packed_tile
 from ..rewrite import walk_stmts
 from ..types import I64
 from .contract_match import Contraction, match_nest, uses
@@ -123,8 +125,9 @@ def _rewrite(kernel: ir.Kernel, found: list[Contraction], machine: Machine, opti
     info = ir.CheckInfo("memory", "out of memory for the packed operands of a matmul", span or kernel.span)
     body = kernel.body
     for c in found:
-        tile = _tile(machine, c, options, span)
-        mc, kc, nc = blocking = _blocking(c, tile, options)
+        tile = _tile(machine, c, options, span)  # the unpacked path's
+        packed = tile if "mr" in options or "nr" in options else packed_tile(machine, c.dtype)
+        mc, kc, nc = blocking = _blocking(c, packed, options)
         # (Not on NEON: its 28 x 4 by-element tile spills accumulators.)
         narrow = micro_tile(machine, c.dtype, max_vectors=1) if not options and not machine.fma_by_element else None
         narrow = narrow if narrow is not None and narrow.nr < tile.nr else None
@@ -135,7 +138,7 @@ def _rewrite(kernel: ir.Kernel, found: list[Contraction], machine: Machine, opti
         # registers (1 thread of Zen 4: 64^3 18.6 -> 8.2 us, 128^3 136 -> 44;
         # the plain layout: 6.6 and 40).
         direct = not options and not k_innermost(c)
-        blocked = _blocked(c, tile, blocking, code, a_stride, direct=direct, narrow=narrow)
+        blocked = _blocked(c, packed, blocking, code, a_stride, direct=tile if direct else None, narrow=narrow)
         batch = _batch_loop(body, c)
         where = "run in parallel"
         outer = next((s for s in walk_stmts(body) if isinstance(s, ir.For) and s.kind == "parallel"
@@ -156,9 +159,16 @@ def _rewrite(kernel: ir.Kernel, found: list[Contraction], machine: Machine, opti
             where += "; the expression of the sum applied on each tile's last visit"
         remark(remarks, c.nest.span,
                 f"loop '{c.nest.name}': contraction of '{c.a.tensor.name}' (m={c.m.name}) and "
-                f"'{c.b.tensor.name}' (n={c.n.name}) over k={c.k.name}: {tile.mr}x{tile.nr} {c.dtype} "
-                f"micro-kernel in registers, B packed in {kc}x{nc} panels, A in {mc}x{kc} blocks {where}")
+                f"'{c.b.tensor.name}' (n={c.n.name}) over k={c.k.name}: {packed.mr}x{packed.nr} {c.dtype} "
+                f"micro-kernel in registers{_unpacked_remark(tile, packed, direct)}, B packed in {kc}x{nc} panels, "
+                f"A in {mc}x{kc} blocks {where}")
     return replace(kernel, body=body, checks=(*kernel.checks, info))
+
+
+def _unpacked_remark(tile: MicroTile, packed: MicroTile, direct: bool) -> str:
+    if not direct or tile == packed:
+        return ""
+    return f" ({tile.mr}x{tile.nr} for small products, read in place)"
 
 
 def _batch_loop(body, c: Contraction) -> ir.For | None:
@@ -211,7 +221,7 @@ def _tile(machine: Machine, c: Contraction, options: dict, span) -> MicroTile:
 def _blocking(c: Contraction, t: MicroTile, options: dict) -> tuple[int, int, int]:
     """(mc, kc, nc): mc a multiple of mr, nc of nr."""
     # kc: 512 f32 or 256 f64 elements, the same bytes; wide tiles (AVX-512's
-    # 14 x 32) take A blocks of fewer rows.
+    # 6 x 64 and 14 x 32) take A blocks of fewer rows.
     kc = options.get("kc", 512 * 32 // c.dtype.bits)
     wide = t.nr * c.dtype.bits // 8 >= 128
     mc = max(t.mr, options.get("mc", 8 * t.mr if wide else 144) // t.mr * t.mr)
@@ -220,10 +230,10 @@ def _blocking(c: Contraction, t: MicroTile, options: dict) -> tuple[int, int, in
 
 
 def _blocked(c: Contraction, t: MicroTile, blocking: tuple[int, int, int], code: int, a_stride: int | None,
-             direct: bool, narrow: MicroTile | None = None) -> list[ir.Stmt]:
-    """The packed nest; with `direct`, small products take the unpacked path
-    instead. `a_stride`: A's block is packed row by row at this stride (else
-    in strips of mr rows)."""
+             direct: MicroTile | None, narrow: MicroTile | None = None) -> list[ir.Stmt]:
+    """The packed nest on tiles `t`; with a `direct` tile, small products
+    take the unpacked path on it instead. `a_stride`: A's block is packed row
+    by row at this stride (else in strips of mr rows)."""
     mc_max, kc_max, nc_max = blocking
     span, dtype = c.nest.span, c.dtype
 
@@ -276,9 +286,9 @@ def _blocked(c: Contraction, t: MicroTile, blocking: tuple[int, int, int], code:
     k_panels = _k_panels(c, t, at, (kc, K, threads, pc_loop_var), kc_max, m_blocks)
     n_body = [ir.Assign(nc, minimum(i64(nc_max), sub(ir.Var(N), ir.Var(jc_loop_var))), span), k_panels]
     n_panels = ir.For(jc_loop_var, i64(0), ir.Var(N), nc_max, tuple(n_body), f"{c.n.name}.panel", span=span)
-    if not direct:
+    if direct is None:
         return [*sizes, *setup, n_panels]
-    direct_path = unpacked(c, t, narrow, ir.Var(M), ir.Var(N), ir.Var(K), k_total)
+    direct_path = unpacked(c, direct, narrow, ir.Var(M), ir.Var(N), ir.Var(K), k_total)
     small = small_product(c, ir.Var(M), ir.Var(N), k_total)
     return [*sizes, ir.If(small, tuple(direct_path), (*setup, n_panels), span)]
 
