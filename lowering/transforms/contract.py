@@ -288,7 +288,8 @@ def _blocked(c: Contraction, t: MicroTile, blocking: tuple[int, int, int], code:
     n_panels = ir.For(jc_loop_var, i64(0), ir.Var(N), nc_max, tuple(n_body), f"{c.n.name}.panel", span=span)
     if direct is None:
         return [*sizes, *setup, n_panels]
-    direct_path = unpacked(c, direct, narrow, ir.Var(M), ir.Var(N), ir.Var(K), k_total)
+    wide = t if c.br and t != direct else None
+    direct_path = unpacked(c, direct, narrow, ir.Var(M), ir.Var(N), ir.Var(K), k_total, wide)
     small = small_product(c, ir.Var(M), ir.Var(N), k_total)
     return [*sizes, ir.If(small, tuple(direct_path), (*setup, n_panels), span)]
 

@@ -71,17 +71,26 @@ def half_tile(t: MicroTile) -> MicroTile | None:
 
 
 def unpacked(c: Contraction, t: MicroTile, narrow: MicroTile | None, M: ir.Expr, N: ir.Expr, K: ir.Expr,
-            k_total: ir.Expr) -> list[ir.Stmt]:
+             k_total: ir.Expr, wide: MicroTile | None = None) -> list[ir.Stmt]:
     """The micro-kernel straight on A and B, strips of C's rows in parallel.
     With a `narrow` tile (one vector wide, more rows), products whose columns
     would leave the wide tile's last vectors empty take it instead: a
     convolution's 16 output channels fill half of AVX-512's 14 x 32 tile and
-    all of a 30 x 16 one (the seed's shape: 103 GFLOP/s against 50)."""
+    all of a 30 x 16 one (the seed's shape: 103 GFLOP/s against 50). With a
+    `wide` tile (the packed path's), a batch-reduce over several steps whose
+    columns it divides takes that one: a 3x3 convolution of 64 -> 64 channels
+    keeps its 6 x 64 tile in registers over all nine taps."""
     if narrow is None:
-        return _direct_strips(c, t, M, N, K, k_total)
-    fewer_columns = compare("<", roundup(N, narrow.nr), roundup(N, t.nr))
-    return [ir.If(fewer_columns, tuple(_direct_strips(c, narrow, M, N, K, k_total)),
-                  tuple(fresh_locals(tuple(_direct_strips(c, t, M, N, K, k_total)))), c.nest.span)]
+        plain = _direct_strips(c, t, M, N, K, k_total)
+    else:
+        fewer_columns = compare("<", roundup(N, narrow.nr), roundup(N, t.nr))
+        plain = [ir.If(fewer_columns, tuple(_direct_strips(c, narrow, M, N, K, k_total)),
+                       tuple(fresh_locals(tuple(_direct_strips(c, t, M, N, K, k_total)))), c.nest.span)]
+    if wide is None:
+        return plain
+    several_steps = ir.Binary("and", compare("==", roundup(N, wide.nr), N), compare(">", k_total, K), BOOL)
+    return [ir.If(several_steps, tuple(fresh_locals(tuple(_direct_strips(c, wide, M, N, K, k_total)))),
+                  tuple(plain), c.nest.span)]
 
 
 def _direct_strips(c: Contraction, t: MicroTile, M: ir.Expr, N: ir.Expr, K: ir.Expr,
