@@ -88,9 +88,10 @@ def packed_tile(machine: Machine, t: ScalarType) -> MicroTile:
     the micro-kernel: with 32 registers of 16 f32 lanes (AVX-512), 6 x 64
     (24 FMAs and 10 loads a k step) rather than micro_tile's 14 x 32 (28 and
     16). One thread of Zen 4, GFLOP/s: 1024^3 104.7 -> 108.5, 512 x 3584 x
-    3584 102.8 -> 104.9, (1,128,256) @ (64,256,128) 92.7 -> 96.5. The
-    unpacked path keeps micro_tile's: there 6 x 64 lost 14% on a strided 1x1
-    convolution (64 -> 128 channels). Elsewhere (AVX2, NEON, f64; not
+    3584 102.8 -> 104.2, (1,128,256) @ (64,256,128) 92.7 -> 94.6. The
+    unpacked path keeps micro_tile's (there 6 x 64 lost 14% on a strided 1x1
+    convolution, 64 -> 128 channels) but for batch-reduce products of several
+    steps (contract_direct.unpacked). Elsewhere (AVX2, NEON, f64; not
     measured) micro_tile's."""
     if machine.vector_registers >= 32 and not machine.fma_by_element and machine.lanes(t) == 16 and t.bits == 32:
         return MicroTile((machine.vector_registers - 4 - 1) // 4, 4, 16, machine.has_fma)
