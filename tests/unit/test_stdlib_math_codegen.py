@@ -25,9 +25,11 @@ def _asm(text: str) -> str:
     return compile_source(Source("t.tk", text), opts, stop_after="asm", base_dir=stdlib_path("mathfn").parent).asm
 
 
-def _hot_loop(asm: str, function: str) -> list[str]:
-    """The instructions of the first loop in `function` that steps 16 lanes
-    (64 bytes) at a time (the contiguous version, run when one thread works)."""
+def _hot_loop(asm: str, kernel: str) -> list[str]:
+    """The instructions of the first loop that steps 16 lanes (64 bytes) at a
+    time in the body of `kernel`'s parallel loop, contiguous version (the
+    function that each thread of a team, or a serial run, calls)."""
+    function = f"{kernel}__unit__par0__body"
     body = asm.split(f"\n{function}:", 1)[1].split(".Lfunc_end", 1)[0].splitlines()
     for k, line in enumerate(body):
         if re.match(r"\s+addq\s+\$64, ", line):
