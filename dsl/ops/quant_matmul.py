@@ -121,9 +121,10 @@ def _product(op: str, x, wq, qtype, shape, matrix: bool) -> np.ndarray:
     try:
         y = _run(plan, wq, xm)
     except ValueError:  # the kernel's entry checks refused wq's address (block_rows' copy was skipped)
-        if aligned(wq) is wq:
+        copy = aligned(wq)
+        if copy is wq:
             raise
-        y = _run(plan, aligned(wq), xm)
+        y = _run(plan, copy, xm)
     return y if matrix else y[0]
 
 

@@ -9,7 +9,7 @@ length. Also the predicates on sizes that the packed path shares.
 from __future__ import annotations
 
 from .. import ir
-from ..arith import compare, floordiv, i64, maximum, minimum, mul, roundup, sub
+from ..arith import both, compare, floordiv, i64, maximum, minimum, mul, roundup, sub
 from ..machine import MicroTile
 from ..types import BOOL, I64
 from .contract_match import Contraction
@@ -57,10 +57,9 @@ def small_product(c: Contraction, m: ir.Expr, n: ir.Expr, k_total: ir.Expr) -> i
     """Whether the product is small enough to skip packing (B's rows are read
     where they are): little of B, or little work, or few rows and B in cache."""
     b_elements = mul(k_total, n)
-    return ir.Binary("or", all_of([compare("<=", b_elements, i64(DIRECT_B_ELEMENTS)),
-                                 at_most(m, n, k_total, DIRECT_WORK)]),
-                     all_of([*([] if c.br else [compare("<=", m, i64(DIRECT_ROWS))]),
-                           compare("<=", b_elements, i64(DIRECT_B_BYTES // (c.dtype.bits // 8)))]), BOOL)
+    return any_of([all_of([compare("<=", b_elements, i64(DIRECT_B_ELEMENTS)), at_most(m, n, k_total, DIRECT_WORK)]),
+                   all_of([*([] if c.br else [compare("<=", m, i64(DIRECT_ROWS))]),
+                           compare("<=", b_elements, i64(DIRECT_B_BYTES // (c.dtype.bits // 8)))])])
 
 
 def half_tile(t: MicroTile) -> MicroTile | None:
@@ -88,7 +87,7 @@ def unpacked(c: Contraction, t: MicroTile, narrow: MicroTile | None, M: ir.Expr,
                        tuple(fresh_locals(tuple(_direct_strips(c, t, M, N, K, k_total)))), c.nest.span)]
     if wide is None:
         return plain
-    several_steps = ir.Binary("and", compare("==", roundup(N, wide.nr), N), compare(">", k_total, K), BOOL)
+    several_steps = both(compare("==", roundup(N, wide.nr), N), compare(">", k_total, K))
     return [ir.If(several_steps, tuple(fresh_locals(tuple(_direct_strips(c, wide, M, N, K, k_total)))),
                   tuple(plain), c.nest.span)]
 
