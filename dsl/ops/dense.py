@@ -46,6 +46,15 @@ def matmul(a, b, *, out=None) -> np.ndarray:
     >>> dsl.ops.matmul(np.eye(2, dtype=np.float32), np.ones((2, 3), np.float32)).shape
     (2, 3)
     """
+    if type(a) is _ND and type(b) is _ND and a.ndim == 2 and b.ndim == 2 and a.dtype is _F32 and b.dtype is _F32:
+        # The call met most often, f32 with rows of A and B contiguous, in as
+        # few Python steps as possible (each costs 20-45 ns: 17^3 went from
+        # 1.38 to 0.7 us with `out`, numpy 1.15); the kernel's door checks
+        # `out` and returns not None for anything it does not run.
+        if a.strides[1] == 4 and b.strides[1] == 4 and a.shape[0] > _DOT_ROWS and b.shape[1] > 1:
+            c = _empty((a.shape[0], b.shape[1]), _F32) if out is None else out
+            if _row_major_f32()(a, b, c) is None:
+                return c
     done = _plain_2d(a, b, out)
     if done is None and type(a) is np.ndarray and type(b) is np.ndarray:
         if b.ndim == 1:
@@ -89,6 +98,17 @@ def matmul(a, b, *, out=None) -> np.ndarray:
 
 
 _F32, _F64 = np.dtype(np.float32), np.dtype(np.float64)
+_ND, _empty = np.ndarray, np.empty
+
+
+def _row_major_f32():
+    """matmul_f32's builtin door (`Caller.try_fast`)."""
+    if not _door:
+        _door.append(_kernels().matmul_f32.try_fast)
+    return _door[0]
+
+
+_door: list = []
 # Up to this many rows of A, A @ B.T with B stored by rows of K runs as dot
 # products (matmul_nt_rows_f32): B streams through once, where the GEMM packs
 # it first. 1 thread of Zen 4: 8 x 1024 x 1024 331 us against 677 packed, 8 x

@@ -175,6 +175,8 @@ def test_threads_agree():
      "mismatch in its core dimension 0, with gufunc signature (n?,k),(k,m?)->(n?,m?) (size 4 is different from 3)"),
     ((np.ones((20, 3), np.float64), np.ones((4, 2), np.float64)), ValueError,
      "mismatch in its core dimension 0, with gufunc signature (n?,k),(k,m?)->(n?,m?) (size 4 is different from 3)"),
+    ((np.ones((20, 3), np.float32), np.ones((4, 2), np.float32)), ValueError,
+     "mismatch in its core dimension 0, with gufunc signature (n?,k),(k,m?)->(n?,m?) (size 4 is different from 3)"),
     ((np.ones((2, 2, 3), np.float32), np.ones((3, 3, 4), np.float32)), ValueError, "could not be broadcast"),
     ((np.ones((2, 3), np.int32), np.ones((3, 4), np.int32)), TypeError, "unsupported dtype int32"),
     (("ab", np.ones(2)), TypeError, "unsupported dtype <U2"),
@@ -196,6 +198,8 @@ def test_bad_out(m):
     frozen.setflags(write=False)
     with pytest.raises(ValueError, match="matmul: out is read-only"):
         dsl.ops.matmul(a, b, out=frozen)
+    with pytest.raises(TypeError, match="matmul: out must be"):
+        dsl.ops.matmul(a, b, out=np.empty((m, 4), np.float32).tolist())
 
 
 @pytest.mark.parametrize("size", [(1, 1, 1), (7, 11, 13), (30, 72, 16), (140, 300, 200)])
