@@ -16,11 +16,14 @@ HERE = Path(__file__).resolve().parent
 
 
 def build(tk_name: str):
-    """Compile benchmarks/<tk_name> to a temporary .so and load it."""
+    """Compile benchmarks/<tk_name> to a temporary .so and load it (the file is
+    deleted once loaded), e.g. `build("gemm.tk").gemm`."""
     job = compile_file(HERE / tk_name)
-    out = Path(tempfile.mkdtemp(prefix="dslc-bench-")) / (Path(tk_name).stem + ".so")
-    link_shared(job.obj, out, job.target)
-    return dsl.load(out)
+    with tempfile.TemporaryDirectory(prefix="dslc-bench-") as folder:
+        out = Path(folder) / (Path(tk_name).stem + ".so")
+        link_shared(job.obj, out, job.target)
+        # Loading maps the library: it outlives its file, which goes with the folder.
+        return dsl.load(out)
 
 
 def median_seconds(fn, repeats: int, min_time: float = 0.05) -> float:

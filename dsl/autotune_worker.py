@@ -1,19 +1,24 @@
 """The autotuner's timing process: loads each candidate library and times it.
 
 Run as `python -m dsl.autotune_worker`, with a JSON job on stdin (see
-`dsl.autotune.time_candidates`). For each candidate it prints `start I`, then
+`dsl.autotune.search`). For each candidate it prints `start I`, then
 `done I SECONDS` or `fail I MESSAGE`, one line each, flushed at once, so the
 parent knows which candidate was running if this process dies (a crashing
-candidate must not take the compiler down with it).
+candidate must not take the compiler down with it), or if the parent kills it
+at the search's deadline (a candidate that hangs must not stall the search).
 """
 
 from __future__ import annotations
 
 import json
+import math
+import signal
 import sys
 import time
 
 import numpy as np
+
+LAST_RESORT = 30  # seconds past its budget after which the worker ends itself
 
 
 def make_args(specs: list[dict], seed: int = 0) -> list:
@@ -67,8 +72,11 @@ def main() -> int:
     import dsl
 
     job = json.load(sys.stdin)
-    args = make_args(job["args"])
     deadline = time.monotonic() + job["budget"]
+    # The parent kills this process at the deadline; should the parent be
+    # gone, SIGALRM's default action ends a hanging candidate all the same.
+    signal.alarm(math.ceil(min(job["budget"], 1e6)) + LAST_RESORT)
+    args = make_args(job["args"])
     for index, path in job["candidates"]:
         if time.monotonic() > deadline:
             break

@@ -40,42 +40,64 @@ def parse_sizes(text: str | None, option: str) -> dict[str, int]:
 
 
 def tune_file(file: Path, opts: CompileOptions, sizes: dict[str, int], budget: float) -> CompileOptions:
-    """`opts` with `schedule_picks` for every kernel of `file` with an open schedule."""
-    from dsl.lowering.schedule_space import candidates, describe
+    """`opts` with `schedule_picks` for every kernel of `file` with an open schedule.
 
+    `budget`: seconds per kernel's search (> 0, else a usage error)."""
+    if not budget > 0:  # also refuses NaN
+        raise click.BadParameter(f"must be a positive number of seconds, got {budget!r}",
+                                 param_hint="--autotune-budget")
     job = compile_file(file, opts, stop_after="loops")
     sources = [(s.name, s.text) for s in job.front.sources]
     records = TuningRecords(default_cache_dir(opts))
     picks = []
     for kernel in job.program.kernels:
-        options = candidates(kernel.schedule)
-        if len(options) <= 1:
-            continue
-        spec = kernel_spec(kernel)
-        args = _arg_specs(spec, sizes)
-        klass = shape_class({d: sizes[d] for p in spec.params for d in p.dims if isinstance(d, str)},
-                            tuple(True for p in spec.params if p.kind == "tensor"))
         key = make_key(kind="aot-tune", kernel=kernel.name, sources=sources, options=opts.cache_key_part(),
                        target=job.target.key() if job.target else None)
-        pick = records.get(key, klass)
-        if pick is None or pick >= len(options):
-            builds = [(i, _builder(file, opts.with_(schedule_picks=((kernel.name, i),)), kernel.name, i))
-                      for i in range(len(options))]
-            outcome = search(kernel.name, builds, args, budget, terminal_progress(kernel.name))
-            records.put(key, klass, outcome, describe(options[outcome.pick]))
-            pick = outcome.pick
-            print(f"dslc: autotune {kernel.name}: {describe(options[pick])} "
-                  f"({outcome.seconds * 1e3:.3f} ms; {outcome.timed} of {len(options)} timed)", file=sys.stderr)
-        picks.append((kernel.name, pick))
+        pick = _tune_kernel(file, opts, kernel, sizes, budget, records, key)
+        if pick is not None:
+            picks.append((kernel.name, pick))
     return opts.with_(schedule_picks=tuple(picks))
 
 
-def _builder(file: Path, opts: CompileOptions, name: str, index: int):
+def _tune_kernel(file: Path, opts: CompileOptions, kernel, sizes, budget: float, records, key: str) -> int | None:
+    """The pick for `kernel`: recorded, or found by a search now (and recorded
+    if it was timed); None when its schedule leaves nothing open."""
+    from dsl.lowering.schedule_space import candidates, describe
+
+    options = candidates(kernel.schedule)
+    if len(options) <= 1:
+        return None
+    spec = kernel_spec(kernel)
+    args = _arg_specs(spec, sizes)
+    klass = shape_class({d: sizes[d] for p in spec.params for d in p.dims if isinstance(d, str)},
+                        tuple(True for p in spec.params if p.kind == "tensor"))
+    pick = records.get(key, klass)
+    if pick is not None and pick < len(options):
+        return pick
+    names = [describe(o) for o in options]
+    # The candidates' libraries live until their timing is over, then go.
+    with tempfile.TemporaryDirectory(prefix="dslc-tune-") as folder:
+        builds = [(i, _builder(file, opts.with_(schedule_picks=((kernel.name, i),)), kernel.name, i, Path(folder)))
+                  for i in range(len(options))]
+        outcome = search(kernel.name, builds, args, budget, terminal_progress(kernel.name), warn=_warning,
+                         names=names)
+    if outcome.tuned:  # a fallback (nothing timed) already said so in a warning
+        records.put(key, klass, outcome, names[outcome.pick])
+        print(f"dslc: autotune {kernel.name}: {names[outcome.pick]} "
+              f"({outcome.seconds * 1e3:.3f} ms; {outcome.timed} of {len(options)} timed)", file=sys.stderr)
+    return outcome.pick
+
+
+def _warning(text: str) -> None:
+    """A warning as dslc prints its diagnostics: one line on stderr."""
+    click.echo(f"dslc: warning: {text}", err=True)
+
+
+def _builder(file: Path, opts: CompileOptions, name: str, index: int, folder: Path):
     def build() -> Path:
         from dsl.backends.link import link_shared
 
         job = compile_file(file, opts, stop_after="obj")
-        folder = Path(tempfile.mkdtemp(prefix="dslc-tune-"))
         return link_shared(job.obj, folder / f"{name}-{index}.so", job.target)
 
     return build

@@ -78,6 +78,13 @@ class Progress:
         self.stream.write(text.rstrip("\n") + "\n")
         self._draw()
 
+    def clear(self) -> None:
+        """Blank the bar's line (for output that is not ours, a warning say);
+        the next update draws it again."""
+        if self.enabled:
+            self._clear()
+            self.stream.flush()
+
     def close(self) -> None:
         """End the bar's line, once: the next output starts on a fresh line."""
         if self.enabled and self._shown:
