@@ -19,6 +19,7 @@ _FACE = {
     "Kernel": ("dsl.jit", "Kernel"),
     "load": ("dsl.library", "load"),
     "set_num_threads": ("dsl.library", "set_num_threads"),
+    "num_threads": ("dsl.library", "num_threads"),
     "compile_file": ("dsl.pipeline", "compile_file"),
     "CompileOptions": ("dsl.options", "CompileOptions"),
     "CompileError": ("dsl.grammar.diagnostics", "CompileError"),

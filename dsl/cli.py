@@ -60,7 +60,8 @@ SUFFIX_TO_EMIT = {".so": "so", ".o": "obj", ".s": "asm", ".ll": "llvm"}
               help="Print, per loop nest, what the scheduler did and why (e.g. which nests became "
                    "the matmul micro-kernel, and why others did not).")
 @click.option("--dump-dir", type=click.Path(file_okay=False, path_type=Path),
-              help="Write every stage to DIR, one numbered file per stage.")
+              help="Write every stage to DIR, one numbered file per stage (00-ast.txt ... 07-obj.o), and "
+                   "every schedule pass in between (03-schedule-01-KERNEL-split.txt, ...).")
 @click.option("--specialize", metavar="DIM=N,...",
               help="Compile for these exact sizes (dims become constants; calls with other sizes fail "
                    "a check), e.g. M=64,N=64,K=64.")

@@ -29,7 +29,7 @@ from .cache import DiskCache, make_key
 from .library import Library
 from .frontend import Frontend
 from .metadata import kernel_spec
-from .pysource import function_source, referenced_names, with_schedule
+from .pysource import function_source, located, referenced_names
 from .shaped import ShapedBuilds
 
 _memory_cache: dict[str, object] = {}
@@ -46,7 +46,7 @@ class Kernel:
         self.fn = fn
         self.name = fn.__name__
         functools.update_wrapper(self, fn)  # __name__, __qualname__, __module__, __doc__, __wrapped__
-        self.source = with_schedule(function_source(fn), schedule)
+        self.source = function_source(fn, schedule)
         self.kernel_options = ir.KernelOptions(reassociate=reassociate, inplace=inplace)
         self._given_options = options
         self._interpret = interpret
@@ -98,14 +98,21 @@ class Kernel:
         return list(found.values())
 
     def frontend(self) -> Frontend:
-        module = parse(self.source)
-        deps = self.dependencies()
-        imported = {}
-        sources = [self.source]
-        for dep in deps:
-            for fn in parse(dep.source).functions:
-                imported[fn.name] = fn
-            sources.append(dep.source)
+        """This kernel parsed, with the `@dsl.kernel` functions it calls
+        (`dependencies`) as its imports: what the pipeline's `ast` stage makes
+        of a `.tk` file.
+
+            front = squares_plus_one.frontend()  # a kernel calling fill() and square()
+            sorted(front.imported)                # ['fill', 'square']
+        """
+        with located():
+            module = parse(self.source)
+            imported = {}
+            sources = [self.source]
+            for dep in self.dependencies():
+                for fn in parse(dep.source).functions:
+                    imported[fn.name] = fn
+                sources.append(dep.source)
         return Frontend(module, imported, sources)
 
     def job(self, stop_after: str = "obj", options: options_mod.CompileOptions | None = None):
@@ -114,7 +121,8 @@ class Kernel:
 
         opts = options or self.options
         job = Job(self.source, opts, front=self.frontend(), kernel_options=self.kernel_options)
-        return run(job, stop_after, out=sys.stderr)  # the stream of now, not of import time
+        with located():
+            return run(job, stop_after, out=sys.stderr)  # the stream of now, not of import time
 
     def ir(self, stage: str = "loops") -> str:
         """The text of a stage: 'ast', 'typed', 'loops', 'guard', 'llvm' or 'asm'."""
@@ -142,7 +150,8 @@ class Kernel:
 
     def _check_not_helper(self) -> None:
         """A function returning a value is a helper: it only exists inlined."""
-        fn = parse(self.source).functions[0]
+        with located():
+            fn = parse(self.source).functions[0]
         if fn.returns is not None and fn.returns.name != "None":
             raise TypeError(f"{self.name}() returns a value, so it is a helper that other kernels "
                             "inline; it cannot be called from Python (write results into an output "

@@ -35,20 +35,60 @@ def set_num_threads(n: int) -> None:
 
 
 def num_threads() -> int:
-    """The thread count a parallel loop runs on now: set_num_threads's, else
-    the first positive DSL_NUM_THREADS / OMP_NUM_THREADS (read once, with C's
-    atoi, as the kernels' runtime reads them), else the online cores."""
+    """The number of threads a kernel's parallel loops run on if called now:
+    `set_num_threads`'s count, else the first positive DSL_NUM_THREADS /
+    OMP_NUM_THREADS (read once per process, with C's atoi, as the kernels'
+    own runtime reads them), else the number of online cores.
+
+        $ DSL_NUM_THREADS=3 OMP_NUM_THREADS=8 python -c "import dsl; print(dsl.num_threads())"
+        3
+
+        dsl.set_num_threads(2)
+        dsl.num_threads()  # 2
+    """
     if _threads_override:
         return _threads_override
     if not _threads_from_env:
+        check_environment()
         for var in ("DSL_NUM_THREADS", "OMP_NUM_THREADS"):
-            digits = re.match(r"\s*[+]?(\d+)", os.environ.get(var, ""))
-            if digits and int(digits[1]) > 0:
-                _threads_from_env.append(int(digits[1]))
+            count = _atoi(os.environ.get(var, ""))
+            if count > 0:
+                _threads_from_env.append(count)
                 break
         else:
             _threads_from_env.append(os.cpu_count() or 1)
     return _threads_from_env[0]
+
+
+def _atoi(text: str) -> int:
+    """C's atoi: leading blanks, a sign, digits; 0 when there are none."""
+    digits = re.match(r"\s*([+-]?[0-9]+)", text)
+    return int(digits[1]) if digits else 0
+
+
+def check_environment(environ=os.environ) -> None:
+    """Warn (once per process) about the variables the kernels' runtime reads
+    itself, in C, where a value that means nothing is silently passed over:
+    DSL_NUM_THREADS (not a positive count: atoi's prefix, else OMP_NUM_THREADS
+    or the core count, is used) and DSL_STREAM_BYTES (not digits only: atoll's
+    prefix, else the default, is used)."""
+    from .options import warn_once
+
+    threads = environ.get("DSL_NUM_THREADS")
+    if threads is not None and threads.strip() and not _is_count(threads, least=1):
+        used = _atoi(threads)
+        fallback = "OMP_NUM_THREADS" if _atoi(environ.get("OMP_NUM_THREADS", "")) > 0 else "the core count"
+        effect = f"read as {used}" if used > 0 else f"ignored, so {fallback} decides"
+        warn_once("DSL_NUM_THREADS", threads, f"is not a thread count (a whole number >= 1); {effect}")
+    stream = environ.get("DSL_STREAM_BYTES")
+    if stream and re.fullmatch(r"[0-9]+", stream) is None:
+        digits = re.match(r"[0-9]+", stream)  # the runtime's test: a first digit, then atoll
+        effect = f"read as {int(digits[0])} bytes" if digits else "ignored, so the default decides"
+        warn_once("DSL_STREAM_BYTES", stream, f"is not a byte count (digits only, e.g. 16777216); {effect}")
+
+
+def _is_count(text: str, least: int) -> bool:
+    return re.fullmatch(r"\s*[+]?[0-9]+\s*", text) is not None and int(text) >= least
 
 
 class Library:
@@ -75,6 +115,7 @@ class Library:
                 raise ValueError(f"{self.path}: its metadata lists kernel '{name}', which it does not export")
         self._callers: dict[str, Caller] = {}
         self._set_threads = self._function("__dsl_set_num_threads", None, [ctypes.c_int32])
+        check_environment()  # before any kernel runs and reads those variables in silence
         _loaded.add(self)
         if _threads_override:
             self.set_num_threads(_threads_override)

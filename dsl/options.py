@@ -1,15 +1,22 @@
 """`CompileOptions`: everything that steers one compile, read once at the edge.
 
 Environment variables (`DSL_PRINT_AFTER`, `DSL_REMARKS`, `DSL_DUMP_DIR`, `DSL_CACHE_DIR`,
-`DSL_INTERPRET`, `DSL_DEBUG`) are read here, by `from_env`, and nowhere else
-(`DSL_NO_PROGRESS`, which steers no compile, by `progress_disabled`).
+`DSL_INTERPRET`, `DSL_DEBUG`, `DSL_NO_CACHE`) are read here, by `from_env`, and nowhere
+else (`DSL_NO_PROGRESS`, which steers no compile, by `progress_disabled`). A value
+that means nothing (`DSL_PRINT_AFTER=bogus`, `DSL_DEBUG=maybe`) is warned about,
+once per process, and the compile goes on.
 """
 
 from __future__ import annotations
 
 import os
+import warnings
 from dataclasses import dataclass, replace
 from pathlib import Path
+
+_TRUE = ("1", "true", "yes", "on")
+_FALSE = ("", "0", "false", "no", "off")
+_warned: set[tuple[str, str]] = set()
 
 
 @dataclass(frozen=True)
@@ -34,9 +41,19 @@ class CompileOptions:
     specialize: tuple[tuple[str, int], ...] = ()
 
     def with_(self, **changes) -> "CompileOptions":
+        """A copy with the given fields changed (the options are frozen).
+
+            CompileOptions().with_(opt_level=0, print_after=frozenset({"loops"}))
+        """
         return replace(self, **changes)
 
     def prints_after(self, stage: str) -> bool:
+        """Whether the IR is printed after `stage`, a pipeline stage ('loops',
+        'llvm', ...) or a schedule pass ('split', 'auto', ...): named in
+        `print_after`, or `print_after` holds 'all'.
+
+            CompileOptions(print_after=frozenset({"split"})).prints_after("split")  # True
+        """
         return "all" in self.print_after or stage in self.print_after
 
     def cache_key_part(self) -> dict:
@@ -45,35 +62,78 @@ class CompileOptions:
                 "picks": list(self.schedule_picks), "specialize": list(self.specialize)}
 
 
-def _flag(value: str | None) -> bool:
-    return (value or "").strip().lower() not in ("", "0", "false", "no", "off")
+def warn_once(var: str, value: str, message: str) -> None:
+    """Warn that environment variable `var` holds `value`, which `message`
+    explains; once per process for each (var, value)."""
+    if (var, value) in _warned:
+        return
+    _warned.add((var, value))
+    warnings.warn(f"{var}={value!r} {message}", UserWarning, stacklevel=3)
+
+
+def _flag(environ, var: str) -> bool:
+    """A switch: 1/true/yes/on, or 0/false/no/off (unset or empty: off); any
+    other value counts as on, with a warning."""
+    value = environ.get(var)
+    text = (value or "").strip().lower()
+    if text not in _TRUE + _FALSE:
+        warn_once(var, value, f"is not a switch value ({'/'.join(_TRUE)} or {'/'.join(_FALSE[1:])}); read as on")
+    return text not in _FALSE
+
+
+def _print_after(value: str) -> frozenset[str]:
+    """The names in DSL_PRINT_AFTER ('loops,split') that name something
+    printable; the others are warned about and dropped."""
+    from dsl.lowering.transforms.apply import PRINTABLE
+
+    from .pipeline import STAGE_NAMES
+
+    names = {n.strip() for n in value.split(",") if n.strip()}
+    known = ["all", *(n for n in STAGE_NAMES if n != "obj"), *PRINTABLE]
+    unknown = sorted(names - set(known))
+    if unknown:
+        warn_once("DSL_PRINT_AFTER", value, f"has unknown names, ignored: {', '.join(unknown)}; it takes a "
+                  f"comma-separated list of stages and schedule passes: {', '.join(known)} "
+                  "(obj is binary: DSL_DUMP_DIR keeps it)")
+    return frozenset(names & set(known))
+
+
+def _folder(environ, var: str) -> Path | None:
+    """The directory `var` names (made when first written to); None, with a
+    warning, when it names an existing file."""
+    if not environ.get(var):
+        return None
+    path = Path(environ[var])
+    if path.exists() and not path.is_dir():
+        warn_once(var, environ[var], "is a file, not a directory; ignored")
+        return None
+    return path
 
 
 def from_env(base: CompileOptions | None = None, environ=os.environ) -> CompileOptions:
     """`base` updated with the DSL_* environment variables."""
     opts = base or CompileOptions()
     changes: dict = {}
-    if _flag(environ.get("DSL_REMARKS")):
+    if _flag(environ, "DSL_REMARKS"):
         changes["remarks"] = True
     if environ.get("DSL_PRINT_AFTER"):
-        names = {n.strip() for n in environ["DSL_PRINT_AFTER"].split(",") if n.strip()}
-        changes["print_after"] = opts.print_after | names
-    if environ.get("DSL_DUMP_DIR"):
-        changes["dump_dir"] = Path(environ["DSL_DUMP_DIR"])
-    if environ.get("DSL_CACHE_DIR"):
-        changes["cache_dir"] = Path(environ["DSL_CACHE_DIR"])
-    if _flag(environ.get("DSL_INTERPRET")):
+        changes["print_after"] = opts.print_after | _print_after(environ["DSL_PRINT_AFTER"])
+    for var, name in (("DSL_DUMP_DIR", "dump_dir"), ("DSL_CACHE_DIR", "cache_dir")):
+        folder = _folder(environ, var)
+        if folder is not None:
+            changes[name] = folder
+    if _flag(environ, "DSL_INTERPRET"):
         changes["interpret"] = True
-    if _flag(environ.get("DSL_DEBUG")):
+    if _flag(environ, "DSL_DEBUG"):
         changes["debug"] = True
-    if environ.get("DSL_NO_CACHE") and _flag(environ.get("DSL_NO_CACHE")):
+    if _flag(environ, "DSL_NO_CACHE"):
         changes["use_cache"] = False
     return replace(opts, **changes)
 
 
 def progress_disabled(environ=os.environ) -> bool:
     """DSL_NO_PROGRESS=1: no progress bar (dsl.progress), even on a terminal."""
-    return _flag(environ.get("DSL_NO_PROGRESS"))
+    return _flag(environ, "DSL_NO_PROGRESS")
 
 
 def default_cache_dir(opts: CompileOptions) -> Path:

@@ -3,7 +3,8 @@
     ast -> typed -> loops -> schedule (split, reorder, ...) -> guard -> llvm -> asm | obj -> so
 
 `--emit=STAGE` stops after a stage, `--print-after=STAGE` prints it on the way,
-`--dump-dir` writes each stage to a file; all three fall out of `STAGES`.
+`--dump-dir` writes each stage to a file; all three fall out of `STAGES`. The
+schedule's passes (one per directive) are printed and dumped the same way.
 """
 
 from __future__ import annotations
@@ -88,23 +89,55 @@ def _verify(job: Job, program: ir.Program, level: str) -> None:
 
 
 def _schedule(job: Job) -> None:
-    """Apply each kernel's `@schedule` directives, printing after each if asked."""
-    from dsl.lowering.printer import format_kernel
+    """Apply each kernel's `@schedule` directives, printing or dumping after each if asked."""
     from dsl.lowering.transforms.apply import apply_schedule
-
-    def after(name: str, kernel: ir.Kernel) -> None:
-        if job.options.prints_after(name):
-            print(f"// ----- after {name} ({kernel.name}) -----", file=sys.stderr)
-            print(format_kernel(kernel), file=sys.stderr)
 
     machine = _target(job).machine
     remarks: list | None = [] if job.options.remarks else None
     picks = dict(job.options.schedule_picks)
-    kernels = tuple(apply_schedule(k, after, job.options.verify, machine, remarks, picks.get(k.name, 0))
-                    for k in job.program.kernels)
+    after = _PassOutput(job.options)
+    try:
+        kernels = tuple(apply_schedule(k, after, job.options.verify, machine, remarks, picks.get(k.name, 0))
+                        for k in job.program.kernels)
+    finally:  # a directive that fails: the passes before it are what one wants to see
+        after.dump()
     for remark in remarks or ():
         print(remark.render(), file=sys.stderr)
     job.program = replace(job.program, kernels=kernels)
+
+
+class _PassOutput:
+    """`after(name, kernel)` for `apply_schedule`: prints the kernel after each
+    pass (`--print-after=split`) and keeps its text for `dump()`, which writes
+    DIR/03-schedule-01-<kernel>-split.txt, ...: numbered in the order the passes
+    ran, so `ls` lists them between 02-loops.txt and 03-schedule.txt."""
+
+    def __init__(self, options: CompileOptions):
+        self.options = options
+        self.texts: list[tuple[str, str]] = []  # (file name without number, text)
+
+    def __call__(self, name: str, kernel: ir.Kernel) -> None:
+        from dsl.lowering.printer import format_kernel
+
+        printed = self.options.prints_after(name)
+        if not printed and self.options.dump_dir is None:
+            return
+        text = format_kernel(kernel)
+        if printed:
+            print(f"// ----- after {name} ({kernel.name}) -----", file=sys.stderr)
+            print(text, file=sys.stderr)
+        if self.options.dump_dir is not None:
+            self.texts.append((f"{kernel.name}-{name}", text))
+
+    def dump(self) -> None:
+        if not self.texts:
+            return
+        stage = STAGE_NAMES.index("schedule")
+        width = max(2, len(str(len(self.texts))))  # every number as wide: sorted as run
+        self.options.dump_dir.mkdir(parents=True, exist_ok=True)
+        for number, (name, text) in enumerate(self.texts, 1):
+            path = self.options.dump_dir / f"{stage:02d}-schedule-{number:0{width}d}-{name}.txt"
+            path.write_text(text)
 
 
 def _target(job: Job):

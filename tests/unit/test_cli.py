@@ -185,9 +185,47 @@ def test_dump_dir_writes_one_numbered_file_per_stage(tmp_path):
     assert result.exit_code == 0, result.stderr
     files = sorted(p.name for p in dump.iterdir())
     expected = [f"{k:02d}-{stage}.{'o' if stage == 'obj' else 'txt'}" for k, stage in enumerate(STAGE_NAMES)]
-    assert files == expected
+    assert [f for f in files if "schedule-" not in f] == expected
+    # saxpy has no @schedule: the automatic one is its one pass
+    assert files[3:5] == ["03-schedule-01-saxpy-auto.txt", "03-schedule.txt"]
     assert (dump / files[0]).read_text().startswith("FunctionDef saxpy")
     assert is_elf(dump / files[-1], kind=1)
+
+
+SCHEDULED = """\
+@schedule(split(i, 8), unroll(i.inner), parallel(i.outer))
+def scale(x: f32[N], y: f32[N]):
+    for i in range(N):
+        y[i] = x[i] * 2.0
+"""
+
+
+def test_dump_dir_writes_one_file_per_schedule_pass_in_order(tmp_path):
+    src = tmp_path / "scale.tk"
+    src.write_text(SCHEDULED)
+    dump = tmp_path / "dump"
+    result = dslc(src, "--dump-dir", dump, "--emit=guard")
+    assert result.exit_code == 0, result.stderr
+    passes = ["03-schedule-01-scale-split.txt", "03-schedule-02-scale-unroll.txt",
+              "03-schedule-03-scale-parallel.txt"]
+    files = sorted(p.name for p in dump.iterdir())
+    assert files == ["00-ast.txt", "01-typed.txt", "02-loops.txt", *passes, "03-schedule.txt", "04-guard.txt"]
+    texts = [(dump / name).read_text() for name in passes]
+    assert "for i.inner in range(0, 8)" in texts[0] and "parallel" not in texts[0]
+    assert "for i.inner" not in texts[1]  # unrolled
+    assert "parallel" in texts[2]
+    # each file holds what --print-after prints for that pass
+    printed = dslc(src, "--print-after=unroll", "--emit=schedule").stderr
+    assert texts[1].strip() in printed
+
+
+def test_dump_dir_keeps_the_passes_before_a_failing_directive(tmp_path):
+    src = tmp_path / "scale.tk"
+    src.write_text(SCHEDULED.replace("unroll(i.inner)", "unroll(i.innr)"))
+    dump = tmp_path / "dump"
+    assert dslc(src, "--dump-dir", dump, "--emit=guard").exit_code == 1
+    assert sorted(p.name for p in dump.iterdir()) == ["00-ast.txt", "01-typed.txt", "02-loops.txt",
+                                                      "03-schedule-01-scale-split.txt"]
 
 
 def test_dump_dir_stops_with_emit(tmp_path):

@@ -286,6 +286,23 @@ def test_dsl_print_after_prints_loop_ir(monkeypatch, capsys):
     assert "after llvm" not in err
 
 
+def test_dsl_dump_dir_writes_stages_and_schedule_passes(monkeypatch, tmp_path):
+    @dsl.kernel(schedule="split(i, 8), unroll(i.inner), parallel(i.outer)")
+    def double(x: f32[N], y: f32[N]):
+        for i in range(N):
+            y[i] = x[i] * 2.0
+
+    monkeypatch.setenv("DSL_DUMP_DIR", str(tmp_path / "dump"))
+    x = np.arange(20, dtype=np.float32)
+    y = np.zeros_like(x)
+    double(x, y)
+    np.testing.assert_array_equal(y, 2 * x)
+    files = sorted(p.name for p in (tmp_path / "dump").iterdir())
+    assert files[2:6] == ["02-loops.txt", "03-schedule-01-double-split.txt", "03-schedule-02-double-unroll.txt",
+                          "03-schedule-03-double-parallel.txt"]
+    assert files[6] == "03-schedule.txt" and files[-1] == "07-obj.o"
+
+
 def test_compile_source_print_after_follows_sys_stderr():
     """Printing goes to the `sys.stderr` of the moment, not of import time."""
     from dsl.grammar.diagnostics import Source
