@@ -16,6 +16,7 @@ reference interpreter instead: slow, but debuggable from Python.
 from __future__ import annotations
 
 import functools
+import shutil
 import sys
 import tempfile
 import threading
@@ -163,7 +164,10 @@ class Kernel:
             hit = None if _shows_ir(o) else _memory_cache.get(key)
         if hit is not None:
             return hit
-        caller = getattr(Library(self.library_path(o)), self.name)
+        path = self.library_path(o)
+        caller = getattr(Library(path), self.name)
+        if not o.use_cache:  # mapped now: its private folder is no longer needed
+            shutil.rmtree(path.parent, ignore_errors=True)
         with _memory_lock:
             _memory_cache[key] = caller
         return caller

@@ -83,6 +83,8 @@ class CompileError(Exception):
         super().__init__(self.render())
 
     def render(self) -> str:
+        """Every diagnostic rendered in order (see `Diagnostic.render`), then
+        "N errors generated." when there is more than one error."""
         count = len([d for d in self.diagnostics if d.severity == "error"])
         body = "\n".join(d.render() for d in self.diagnostics)
         tail = f"\n{count} errors generated." if count > 1 else ""

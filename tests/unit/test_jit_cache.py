@@ -53,6 +53,20 @@ def pipeline_runs(monkeypatch) -> list:
 # ------------------------------------------------------------------ caches
 
 
+def test_without_the_cache_no_build_folder_is_left(fresh, tmp_path, monkeypatch):
+    """DSL_NO_CACHE builds into a private folder, deleted once the library is loaded."""
+    import tempfile
+
+    monkeypatch.setenv("DSL_NO_CACHE", "1")
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    x, y = vectors(33)
+    out = np.empty_like(x)
+    dsl.kernel(saxpy)(2.0, x, y, out)
+    np.testing.assert_allclose(out, 2 * x + y, rtol=1e-6)
+    assert list((tmp_path / "tmp").iterdir()) == []
+
+
 def test_compiles_on_first_call_and_reuses(fresh, pipeline_runs):
     @dsl.kernel
     def negate(x: f32[N], out: f32[N]):
