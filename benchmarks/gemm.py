@@ -1,5 +1,6 @@
 """GEMM: the DSL's matmul (benchmarks/gemm.tk) against numpy (OpenBLAS), at 1
-and 2 threads, interleaved in one process. Prints GFLOP/s and the ratio.
+and 2 threads, in one process, the samples alternating (each sample on 2
+threads after a short idle time: see common.SETTLE). Prints GFLOP/s and the ratio.
 
     python benchmarks/gemm.py [--quick]
 
@@ -16,7 +17,7 @@ from threadpoolctl import threadpool_limits
 
 import dsl
 import results
-from common import build, machine, median_seconds, table
+from common import build, interleaved, machine, settle_for, table
 
 SIZES = [(64, 64, 64), (128, 128, 128), (256, 256, 256), (512, 512, 512), (1024, 1024, 1024),
          (2048, 2048, 2048), (512, 3584, 3584), (17, 17, 17), (77, 77, 77), (129, 129, 129),
@@ -38,8 +39,9 @@ def run(sizes, threads: list[int], repeats: int) -> list[list[str]]:
         for t in threads:
             dsl.set_num_threads(t)
             with threadpool_limits(limits=t):
-                ours = median_seconds(lambda: lib.gemm(a, b, c), repeats)
-                blas = median_seconds(lambda: np.matmul(a, b, out=c), repeats)
+                s = interleaved({"dslc": lambda: lib.gemm(a, b, c), "numpy": lambda: np.matmul(a, b, out=c)},
+                                repeats, settle=settle_for(t))
+            ours, blas = s["dslc"], s["numpy"]
             rows.append([f"{m}x{k}x{n}", t, f"{flops / ours / 1e9:.1f}", f"{flops / blas / 1e9:.1f}",
                          f"{blas / ours:.2f}", f"{err:.1e}"])
     return rows
