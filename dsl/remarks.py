@@ -20,13 +20,17 @@ def vectorization_remarks(program: ir.Program, llvm_text: str) -> list[Diagnosti
 
     found = vectorized_loops(llvm_text)
     out = []
+    seen = set()
     for kernel in program.kernels:
         for loop in _innermost_loops(kernel.body):
             if loop.span is None or loop.kind == "vector" or _has_vector_code(loop):
                 continue  # vector code from the schedule (a micro-kernel's k loop), not LLVM's
             key = (loop.name, loop.span.line, loop.span.col)
-            if key not in found:
-                continue  # unrolled away or folded into another loop
+            if key not in found or key in seen:
+                # unrolled away or folded into another loop; or another loop of the same tag
+                # (a contraction packs in two places): LLVM's answer is per tag, said once
+                continue
+            seen.add(key)
             lanes, element = found[key]
             if lanes > 1:
                 text = f"loop '{loop.name}': vectorized by LLVM, {lanes} x {element} per vector"

@@ -14,14 +14,19 @@ from dsl.grammar.diagnostics import CompileError, Diagnostic
 from .. import ir
 from ..verify import verify
 from ..machine import Machine
+from ..schedule import LoopRef
 from ..schedule_space import pick as pick_candidate
 from . import (auto_parallel, contract, fuse, hoist, if_convert, interleave_stores, pack_operand, parallel, reorder,
                split, tile, transpose_loads, unroll, vectorize)
-from .nest import ScheduleError
+from .nest import ScheduleError, find_loops
 
 PASSES = {p.name: p for p in (split, tile, reorder, unroll, parallel, fuse, vectorize, hoist, pack_operand, contract)}
 # names `--print-after` accepts for the schedule's passes
 PRINTABLE = (*PASSES, "auto", transpose_loads.name, interleave_stores.name)
+# Directives on one loop: after unroll, each runs on every copy of its loop
+# (`vectorize(j)`: `j.u0`, `j.u1`, ...). The others take one copy's name
+# (`pack` makes one buffer, `reorder` and `fuse` pair loops up).
+ON_EACH_COPY = ("split", "unroll", "parallel", "hoist", "vectorize")
 
 
 def apply_schedule(kernel: ir.Kernel, after=None, check: bool = True, machine: Machine = Machine(),
@@ -46,12 +51,7 @@ def apply_schedule(kernel: ir.Kernel, after=None, check: bool = True, machine: M
         return _last_passes(kernel, machine, check, after)
     for directive in pick_candidate(kernel.schedule, pick):
         try:
-            if directive.name == "contract":
-                kernel = contract.run(kernel, directive, machine, remarks)
-            elif directive.name == "vectorize":
-                kernel = vectorize.run(kernel, directive, machine)
-            else:
-                kernel = PASSES[directive.name].run(kernel, directive)
+            kernel = _run_directive(kernel, directive, machine, remarks)
         except ScheduleError as err:
             raise CompileError(Diagnostic(err.span, err.message, notes=tuple(err.notes))) from None
         if check:
@@ -59,6 +59,22 @@ def apply_schedule(kernel: ir.Kernel, after=None, check: bool = True, machine: M
         if after is not None:
             after(directive.name, kernel)
     return replace(_last_passes(kernel, machine, check, after), schedule=())
+
+
+def _run_directive(kernel: ir.Kernel, d, machine: Machine, remarks: list | None) -> ir.Kernel:
+    """One directive; on a loop that unroll copied, once on each copy."""
+    if d.name == "contract":
+        return contract.run(kernel, d, machine, remarks)
+    targets = [d]
+    if d.name in ON_EACH_COPY:
+        ref = d.loops[0]
+        targets = [replace(d, loops=(LoopRef(s.name, ref.span),)) for s in find_loops(kernel.body, ref.name, ref.span)]
+    for one in targets:
+        if d.name == "vectorize":
+            kernel = vectorize.run(kernel, one, machine, remarks)
+        else:
+            kernel = PASSES[d.name].run(kernel, one)
+    return kernel
 
 
 def _last_passes(kernel: ir.Kernel, machine: Machine, check: bool, after) -> ir.Kernel:

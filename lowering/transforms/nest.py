@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 
 from dsl.grammar.diagnostics import Diagnostic, Span, did_you_mean
@@ -25,16 +26,46 @@ def loop_names(body) -> list[str]:
 
 
 def find_loop(body, name: str, span: Span | None) -> ir.For:
-    found = [s for s in walk_stmts(body) if isinstance(s, ir.For) and s.name == name]
-    if not found:
+    """The one loop `name` names; several copies of it made by unroll are an
+    error here that lists them (a directive on one loop runs on each copy
+    instead: apply.py)."""
+    found = find_loops(body, name, span)
+    if len(found) > 1:
+        names = ", ".join(s.name for s in found)
+        raise ScheduleError(span, f"'{name}' names {len(found)} copies made by unroll: {names}",
+                            f"here a name stands for one loop: name one copy, e.g. '{found[0].name}'")
+    return found[0]
+
+
+def find_loops(body, name: str, span: Span | None) -> list[ir.For]:
+    """The loop named `name`, or, when there is none, every copy unroll made
+    of it: a name without copy numbers (`j`, `j.tail`) names the copies whose
+    names are it with copy numbers put in (`j.u0`, `j.u1`; `j.u0.tail`)."""
+    loops = [s for s in walk_stmts(body) if isinstance(s, ir.For)]
+    exact = [s for s in loops if s.name == name]
+    copies = [s for s in loops if s.name != name and without_copy_numbers(s.name) == name]
+    if len(exact) == 1 and not copies:
+        return exact
+    if not exact and copies and len({s.span for s in copies}) == 1:  # all from one source loop
+        return copies
+    if not exact and not copies:
         names = loop_names(body)
         known = f"loops here: {', '.join(dict.fromkeys(names))}" if names else "this kernel has no loops"
         raise ScheduleError(span, f"no loop named '{name}'", *did_you_mean(name, names), known)
-    if len(found) > 1:
-        lines = ", ".join(str(s.span.line) for s in found if s.span is not None)
-        raise ScheduleError(span, f"loop name '{name}' is ambiguous ({len(found)} loops have it"
-                            + (f", at lines {lines})" if lines else ")"), "rename one of the loop variables")
-    return found[0]
+    found = exact + copies
+    lines = ", ".join(str(s.span.line) for s in found if s.span is not None)
+    raise ScheduleError(span, f"loop name '{name}' is ambiguous ({len(found)} loops have it"
+                        + (f", at lines {lines})" if lines else ")"), "rename one of the loop variables")
+
+
+def without_copy_numbers(name: str) -> str:
+    """`j.u1.tail` -> `j.tail`: a loop's name without the parts unroll added
+    (the first part is the source's variable, whatever it is called)."""
+    first, *rest = name.split(".")
+    return ".".join([first, *(p for p in rest if not _COPY_NUMBER.fullmatch(p))])
+
+
+_COPY_NUMBER = re.compile(r"u\d+")
 
 
 def replace_loop(body, target: ir.For, new: list[ir.Stmt]) -> tuple[ir.Stmt, ...]:
@@ -67,8 +98,12 @@ def substitute_expr(e: ir.Expr, mapping: dict[ir.Sym, ir.Expr]) -> ir.Expr:
     return map_expr(e, lambda n: mapping[n.sym] if isinstance(n, ir.Var) and n.sym in mapping else n)
 
 
-def copy_loops(body, suffix: str) -> tuple[ir.Stmt, ...]:
-    """A copy of `body` whose loops have fresh variables and names ending in `suffix`."""
+def copy_loops(body, prefix: str = "", suffix: str = "") -> tuple[ir.Stmt, ...]:
+    """A copy of `body` whose loops have fresh variables and names between
+    `prefix` and `suffix`. A copy inside a new loop `X` (a split's tail) takes
+    the prefix `X.` (`i.tail.j`); unroll's copies take the suffix `.u<k>`. The
+    names the compiler makes then never meet: split and vectorize add `.outer`,
+    `.inner`, `.tail` at the end, and `X` is a new name."""
     mapping: dict[ir.Sym, ir.Sym] = {}
     for s in walk_stmts(body):
         if isinstance(s, ir.For):
@@ -76,7 +111,7 @@ def copy_loops(body, suffix: str) -> tuple[ir.Stmt, ...]:
 
     def stmt_fn(s: ir.Stmt):
         if isinstance(s, ir.For) and s.var in mapping:
-            return replace(s, var=mapping[s.var], name=s.name + suffix)
+            return replace(s, var=mapping[s.var], name=prefix + s.name + suffix)
         return None
 
     renamed = substitute(body, {old: ir.Var(new) for old, new in mapping.items()})

@@ -44,7 +44,7 @@ def peel_head(kernel: ir.Kernel, loop: ir.For, name: str, width: int, span) -> t
     count = ir.Sym(f"{loop.name}.align", loop.var.type, "local")
     assign = ir.Assign(count, minimum(ir.AlignGap(tensor, first, nbytes, span), trips), span)
     head_var = ir.Sym(f"{loop.name}.head", loop.var.type, "loop")
-    body = copy_loops(substitute(loop.body, {loop.var: ir.Var(head_var)}), ".head")
+    body = copy_loops(substitute(loop.body, {loop.var: ir.Var(head_var)}), prefix=f"{loop.name}.head.")
     stop = add(loop.start, ir.Var(count))
     head = ir.For(head_var, loop.start, stop, 1, body, f"{loop.name}.head", loop.kind, loop.span)
     return [assign, head], replace(loop, start=stop)

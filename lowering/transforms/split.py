@@ -1,13 +1,15 @@
 """`split(i, f)`: one loop becomes two, `i.outer` over blocks of `f` and `i.inner`
 within a block; with `tail=peel` (the default) the last partial block runs in a
 separate loop `i.tail`; with `tail=mask` the last block's inner loop stops early
-(`range(0, min(f, n - i.outer * f))`), so the nest stays one piece.
+(`range(0, min(f, n - i.outer * f))`), so the nest stays one piece. The loops
+copied into `i.tail` are named `i.tail.j` for a loop `j` in the body (never
+`j.tail`, the name split and vectorize give `j`'s own remainder).
 
     for i in range(a, b):          for i.outer in range(0, max(b - a, 0) // f):
         body(i)            -->         for i.inner in range(0, f):
                                            body(a + i.outer * f + i.inner)
                                    for i.tail in range(a + max(b - a, 0) // f * f, b):
-                                       body(i.tail)
+                                       body(i.tail)    # its loops: i.tail.j, ...
 
 Always legal: the iterations run in the same order.
 """
@@ -49,7 +51,7 @@ def split_loop(loop: ir.For, factor: int, tail: str, span) -> list[ir.Stmt]:
     if tail == "mask":
         return [main]
     rest = ir.Sym(f"{loop.name}.tail", loop.var.type, "loop")
-    tail_body = copy_loops(substitute(loop.body, {loop.var: ir.Var(rest)}), ".tail")
+    tail_body = copy_loops(substitute(loop.body, {loop.var: ir.Var(rest)}), prefix=f"{loop.name}.tail.")
     start = add(loop.start, mul(blocks, i64(factor)))
     return [main, ir.For(rest, start, loop.stop, 1, tail_body, f"{loop.name}.tail", loop.kind, loop.span)]
 

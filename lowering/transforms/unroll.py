@@ -2,7 +2,9 @@
 `unroll(k, f)`: split by `f` (peeled tail) and unroll the inner loop, leaving
 `k.outer` with `f` copies of the body and the loop `k.tail`; a reduction in
 the copies gets one accumulator per copy where that is exact or allowed
-(`accumulators.py`).
+(`accumulators.py`). A loop `j` in the body becomes one loop per copy,
+`j.u0`, `j.u1`, ...; a directive naming `j` afterwards runs on each of them
+(`find_loops`, apply.py).
 
     for k in range(0, 3):          body(0)
         body(k)            -->     body(1)
@@ -47,5 +49,7 @@ def unroll_loop(loop: ir.For, span) -> list[ir.Stmt]:
     out: list[ir.Stmt] = []
     for k, value in enumerate(values):
         body = substitute(loop.body, {loop.var: i64(value)})
-        out.extend(copy_loops(body, f".u{k}") if k else body)
+        # Every copy numbered, the first too: in a nest unrolled twice,
+        # `j.u0.u1` and `j.u1.u0` stay apart.
+        out.extend(copy_loops(body, suffix=f".u{k}"))
     return out

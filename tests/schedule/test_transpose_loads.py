@@ -28,7 +28,7 @@ def two(X: i32[JB, 16, IB, 32], Z: i32[JB, 16, IB, 32], Y: i32[IB, 32, JB, 16]):
 """
 
 MASKED = """
-@schedule(tile(i, j, 16, 16), vectorize(j.inner))
+@schedule(tile(i, j, 16, 16, tail=mask), vectorize(j.inner))
 def masked(X: f32[B, A], Y: f32[A, B]):
     Y[i, j] = X[j, i]
 """

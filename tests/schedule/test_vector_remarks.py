@@ -50,3 +50,29 @@ def test_micro_kernel_loop_is_not_called_llvm_vectorized(capsys):
                    capsys, cpu="znver3")
     assert "6x16 f32 micro-kernel" in text
     assert "k.micro" not in text and "x i32" not in text
+
+
+@pytest.mark.parametrize("tail, rest", [("peel", ", the rest in the scalar loop 'i.tail'"),
+                                        ("mask", ", the last partial vector masked")])
+def test_scheduled_vectorize_says_its_width_and_type(capsys, tail, rest):
+    text = remarks(f"@schedule(vectorize(i, 8, tail={tail}))" + SAXPY, capsys, cpu="znver3")
+    assert f"t.tk:3:5: remark: loop 'i': vectorized by the schedule, 8 x f32 per vector{rest}\n" in text
+
+
+def test_every_copy_unroll_made_is_reported(capsys):
+    text = remarks("""
+@schedule(split(r, 2), unroll(r.inner), vectorize(c, 4))
+def scale_rows(X: f32[R, C], out: f32[R, C]):
+    for r in range(R):
+        for c in range(C):
+            out[r, c] = 2.0 * X[r, c]
+""", capsys, cpu="znver3")
+    for copy in ("c.u0", "c.u1"):
+        assert f"t.tk:5:9: remark: loop '{copy}': vectorized by the schedule, 4 x f32 per vector" in text
+
+
+def test_each_loop_is_reported_once(capsys):
+    """A contraction packs B in two places (both tagged `pack.B.n`)."""
+    text = remarks("def mm(A: f32[M, K], B: f32[K, N], C: f32[M, N]):\n    C[m, n] = sum(A[m, k] * B[k, n])\n",
+                   capsys, cpu="znver3")
+    assert text.count("loop 'pack.B.n'") == 1 and text.count("loop 'pack.A.k'") == 1
