@@ -9,7 +9,7 @@ length. Also the predicates on sizes that the packed path shares.
 from __future__ import annotations
 
 from .. import ir
-from ..arith import both, compare, floordiv, i64, maximum, minimum, mul, roundup, sub
+from ..arith import add, both, compare, floordiv, i64, maximum, minimum, mul, roundup, sub
 from ..machine import MicroTile
 from ..types import BOOL, I64
 from .contract_match import Contraction
@@ -69,20 +69,40 @@ def half_tile(t: MicroTile) -> MicroTile | None:
     return MicroTile(t.mr // 2, t.vectors, t.lanes, t.fused) if t.mr >= 4 else None
 
 
+def _rows_computed(M: ir.Expr, t: MicroTile) -> ir.Expr:
+    """Rows of A the strips of tile `t` compute for M rows: whole tiles, then
+    the half tile for a rest of at most half (see `half_tile`), else a whole one."""
+    half = half_tile(t)
+    whole = mul(floordiv(M, i64(t.mr)), i64(t.mr))
+    rest = sub(M, whole)
+    last = i64(t.mr) if half is None else ir.Select(compare("<=", rest, i64(half.mr)), i64(half.mr), i64(t.mr), I64)
+    return add(whole, ir.Select(compare("==", rest, i64(0)), i64(0), last, I64))
+
+
+def half_wide(t: MicroTile) -> MicroTile | None:
+    """The tile half as wide, for the last columns when they fill at most
+    half of it (77 columns in 14 x 32 tiles: 32 + 32 + 13, whose second
+    vector computed for nothing); None for a tile one vector wide."""
+    return MicroTile(t.mr, t.vectors // 2, t.lanes, t.fused) if t.vectors >= 2 else None
+
+
 def unpacked(c: Contraction, t: MicroTile, narrow: MicroTile | None, M: ir.Expr, N: ir.Expr, K: ir.Expr,
              k_total: ir.Expr, wide: MicroTile | None = None) -> list[ir.Stmt]:
     """The micro-kernel straight on A and B, strips of C's rows in parallel.
-    With a `narrow` tile (one vector wide, more rows), products whose columns
-    would leave the wide tile's last vectors empty take it instead: a
-    convolution's 16 output channels fill half of AVX-512's 14 x 32 tile and
-    all of a 30 x 16 one (the seed's shape: 103 GFLOP/s against 50). With a
+    With a `narrow` tile (one vector wide, more rows), products take the one
+    of the two whose tiles, edges included, compute fewer elements of C (ties
+    to the narrow): a convolution's 16 output channels fill half of AVX-512's
+    14 x 32 tile and all of a 30 x 16 one (the seed's shape: 103 GFLOP/s
+    against 50); 77^3 computes 77 x 80 with 14 x 32 tiles and 90 x 80 with
+    30 x 16 (Zen 4: 98 GFLOP/s against 87). With a
     `wide` tile (the packed path's), a batch-reduce over several steps whose
     columns it divides takes that one: a 3x3 convolution of 64 -> 64 channels
     keeps its 6 x 64 tile in registers over all nine taps."""
     if narrow is None:
         plain = _direct_strips(c, t, M, N, K, k_total)
     else:
-        fewer_columns = compare("<", roundup(N, narrow.nr), roundup(N, t.nr))
+        fewer_columns = compare("<=", mul(_rows_computed(M, narrow), roundup(N, narrow.nr)),
+                                mul(_rows_computed(M, t), roundup(N, (half_wide(t) or t).nr)))
         plain = [ir.If(fewer_columns, tuple(_direct_strips(c, narrow, M, N, K, k_total)),
                        tuple(fresh_locals(tuple(_direct_strips(c, t, M, N, K, k_total)))), c.nest.span)]
     if wide is None:
@@ -109,6 +129,12 @@ def _direct_strips(c: Contraction, t: MicroTile, M: ir.Expr, N: ir.Expr, K: ir.E
                    "br_loops": True}
         short = tile_body(c, half, half_at, K, ir.Const(True, BOOL), Direct(c, half, half_at, edge=True))
         edge = [ir.If(compare("<=", sub(M, ir.Var(strip)), i64(half.mr)), tuple(short), tuple(edge), span)]
+    half_width = half_wide(t)
+    if half_width is not None:
+        slim_at = {**at, "cols": minimum(i64(half_width.nr), sub(N, ir.Var(js))), "br": batch_reduce_vars(c),
+                   "br_loops": True}
+        slim = tile_body(c, half_width, slim_at, K, ir.Const(True, BOOL), Direct(c, half_width, slim_at, edge=True))
+        edge = [ir.If(compare("<=", sub(N, ir.Var(js)), i64(half_width.nr)), tuple(slim), tuple(edge), span)]
     n_strips = ir.For(js, i64(0), N, t.nr, (ir.If(full, tuple(whole), tuple(edge), span),), f"{c.n.name}.strip",
                       span=span)
     enough = at_most(M, N, k_total, SMALL_WORK - 1, more=True)
