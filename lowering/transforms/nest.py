@@ -69,7 +69,10 @@ _COPY_NUMBER = re.compile(r"u\d+")
 
 
 def replace_loop(body, target: ir.For, new: list[ir.Stmt]) -> tuple[ir.Stmt, ...]:
-    """`body` with the loop `target` (found by identity) replaced by `new`."""
+    """`body` with the loop `target` (found by identity) replaced by `new`.
+    Statements that do not contain it are kept as they are, the same objects,
+    so that a caller may look for another loop of `body` in the result (fuse
+    removes one loop, then replaces the other)."""
     out: list[ir.Stmt] = []
     for s in body:
         if s is target:
@@ -77,11 +80,19 @@ def replace_loop(body, target: ir.For, new: list[ir.Stmt]) -> tuple[ir.Stmt, ...
             continue
         match s:
             case ir.For(body=inner):
-                s = replace(s, body=replace_loop(inner, target, new))
+                changed = replace_loop(inner, target, new)
+                if not _same(changed, inner):
+                    s = replace(s, body=changed)
             case ir.If(then=then, orelse=orelse):
-                s = replace(s, then=replace_loop(then, target, new), orelse=replace_loop(orelse, target, new))
+                then2, orelse2 = replace_loop(then, target, new), replace_loop(orelse, target, new)
+                if not (_same(then2, then) and _same(orelse2, orelse)):
+                    s = replace(s, then=then2, orelse=orelse2)
         out.append(s)
     return tuple(out)
+
+
+def _same(a, b) -> bool:
+    return len(a) == len(b) and all(x is y for x, y in zip(a, b))
 
 
 def substitute(body, mapping: dict[ir.Sym, ir.Expr]) -> tuple[ir.Stmt, ...]:

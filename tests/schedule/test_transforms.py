@@ -1,5 +1,6 @@
 """Schedules change how a kernel runs, never what it computes: scheduled ==
-unscheduled == the reference interpreter, for random sizes and schedules.
+unscheduled == the reference interpreter, for random sizes and schedules
+(split, tile, unroll, reorder, hoist, vectorize, fuse, parallel).
 
 Integer kernels are compared exactly (integer arithmetic wraps identically in
 every order); the float matmul allows 1e-5 relative error, since `reassociate`
@@ -75,25 +76,41 @@ SIZES = st.tuples(st.sampled_from([0, 1, 2, 3, 5, 7, 13, 17]), st.sampled_from([
 
 @st.composite
 def imm_schedules(draw):
-    """A random valid schedule for `imm`: split/tile, unroll, reorder, parallel."""
+    """A random valid schedule for `imm`: split/tile, unroll, reorder, then
+    hoist and vectorize of what the first left of the loops, then parallel."""
     parts = []
     kind = draw(st.sampled_from(["none", "split", "tile", "unroll", "reorder"]))
     f1, f2 = draw(st.integers(1, 9)), draw(st.integers(1, 9))
     tail = draw(st.sampled_from(["peel", "mask"]))
+    k_loop, n_loop = "k", "n"  # where hoist and vectorize may go (None: nowhere)
     if kind == "split":
         parts.append(f"split(n, {f1}, tail={tail})")
+        n_loop = "n.inner"
         if tail == "peel" and draw(st.booleans()):
             parts.append("unroll(n.inner)")  # a masked inner loop has no constant trip count
+            n_loop = None  # (k names every copy: k.u0, k.u1, ...)
     elif kind == "tile":
-        parts.append(f"tile(m, n, {f1}, {f2})")
+        parts.append(f"tile(m, n, {f1}, {f2}, tail={tail})")
+        n_loop = "n.inner"
         if draw(st.booleans()):
             parts.append(f"split(k, {f1}, tail={tail})")
+            k_loop = "k.inner"
     elif kind == "unroll":
         parts.append(f"unroll(k, {f1})")
+        k_loop = None
     elif kind == "reorder":
         parts.append("reorder(n, m)")
-    if draw(st.booleans()):
-        outermost = {"reorder": "n", "tile": "m.outer"}.get(kind, "m")
+    # hoist keeps C's element in a local across k: the dependence checks of
+    # vectorize(n) and parallel then cannot see which element, and refuse.
+    hoisted = k_loop is not None and draw(st.booleans())
+    if hoisted:
+        parts.append(f"hoist({k_loop})")
+    width, vtail = draw(st.sampled_from([4, 8, 16])), draw(st.sampled_from(["peel", "mask"]))
+    target = draw(st.sampled_from([None, k_loop] + ([] if hoisted else [n_loop])))
+    if target:
+        parts.append(f"vectorize({target}, {width}, tail={vtail})")
+    outermost = {"reorder": "n", "tile": "m.outer"}.get(kind, "m")
+    if not hoisted and target != outermost and draw(st.booleans()):
         parts.append(f"parallel({outermost})")
     return f"@schedule({', '.join(parts)})" if parts else ""
 
@@ -102,6 +119,45 @@ def imm_schedules(draw):
 @given(schedule=imm_schedules(), sizes=SIZES)
 def test_random_schedules_keep_integer_matmul_exact(schedule, sizes, tmp_path_factory):
     check_imm(IMATMUL.format(schedule=schedule), sizes, tmp_path_factory)
+
+
+TWO_LOOPS = """
+{schedule}
+def two(x: i32[N], y: i32[N], u: i32[N], v: i32[N]):
+    for i in range(N):
+        u[i] = x[i] * 3 + y[i]
+    for j in range(N):
+        v[j] = u[j] - x[j]
+"""
+
+
+@st.composite
+def fused_schedules(draw):
+    """fuse(i, j), then one of split, unroll, vectorize or hoist of the fused
+    loop, and maybe parallel over what stays outermost."""
+    f, tail = draw(st.integers(1, 9)), draw(st.sampled_from(["peel", "mask"]))
+    then = draw(st.sampled_from(["", f"split(i, {f}, tail={tail})", f"unroll(i, {f})", "hoist(i)",
+                                 f"vectorize(i, {draw(st.sampled_from([4, 8, 16]))}, tail={tail})"]))
+    parts = ["fuse(i, j)"] + ([then] if then else [])
+    outer = {"": "i", "hoist(i)": "i"}.get(then, "i.outer" if then.startswith("split") else None)
+    if outer and draw(st.booleans()):
+        parts.append(f"parallel({outer})")
+    return f"@schedule({', '.join(parts)})"
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(schedule=fused_schedules(), n=st.sampled_from([0, 1, 2, 3, 7, 8, 17, 64, 101]))
+def test_random_schedules_of_fused_loops_keep_results_exact(schedule, n, tmp_path_factory):
+    lib, loop_ir = build(TWO_LOOPS.format(schedule=schedule), tmp_path_factory)
+    rng = np.random.default_rng(n)
+    x, y = ints(rng, n), ints(rng, n)
+    u, v = np.full(n, 7, np.int32), np.full(n, 7, np.int32)
+    lib.two(x, y, u, v)
+    np.testing.assert_array_equal(u, x * 3 + y)
+    np.testing.assert_array_equal(v, x * 2 + y)
+    ref_u, ref_v = np.full(n, 7, np.int32), np.full(n, 7, np.int32)
+    run_kernel(loop_ir, {"x": x, "y": y, "u": ref_u, "v": ref_v})
+    np.testing.assert_array_equal(ref_v, v)
 
 
 @pytest.mark.parametrize("schedule", [
