@@ -108,7 +108,9 @@ def _int_or_choice(node, name: str, bag: DiagnosticBag):
         return None
     for item in items:
         if not isinstance(item, ast.IntLit):
-            bag.error(item.span, f"{name}(): expected a loop name or an integer")
+            number = _number_text(item)
+            bag.error(item.span, f"{name}(): the factor must be a positive integer, not {number}" if number
+                      else f"{name}(): expected a loop name or an integer")
             return None
         if item.value <= 0:
             bag.error(item.span, f"{name}(): the factor must be a positive integer, not {item.value}")
@@ -119,6 +121,15 @@ def _int_or_choice(node, name: str, bag: DiagnosticBag):
     if not _called(node, "choice"):
         return node.value
     return Choice(tuple(dict.fromkeys(item.value for item in items)), node.span)
+
+
+def _number_text(node) -> str | None:
+    """'-1', '1.5': a number that is no positive integer (None for anything else)."""
+    if isinstance(node, ast.FloatLit | ast.IntLit):
+        return repr(node.value)
+    if isinstance(node, ast.UnaryOp) and node.op == "-" and isinstance(node.operand, ast.FloatLit | ast.IntLit):
+        return f"-{node.operand.value!r}"
+    return None
 
 
 def _directive(node, bag: DiagnosticBag) -> Directive | None:

@@ -139,7 +139,7 @@ def separated_by(body, var: ir.Sym, what: str, span) -> None:
         if not any(_separating(found[tensor], axis, var, changing) for axis in range(tensor.rank)):
             raise ScheduleError(span, f"cannot {what}: iterations may touch the same elements of "
                                 f"'{tensor.name}' (no axis is indexed by the loop alone)",
-                                "a reduction over this loop cannot run in parallel")
+                                *(["a reduction over this loop cannot run in parallel"] if "parallel" in what else []))
 
 
 def _located_accesses(body, ranges: list):

@@ -78,7 +78,7 @@ def run(kernel: ir.Kernel, d, machine: Machine = Machine(), remarks: list | None
     tails = [] if trips is not None and trips <= 0 else [rest]  # the width divides a constant trip count
     kernel = replace(kernel, body=replace_loop(kernel.body, original, [*pieces, main, *tails]))
     inner = main.body[0]
-    vectors = Vectorizer(kernel, inner, d.span, separated=stream is not None).run()
+    vectors = Vectorizer(kernel, inner, d.span, separated=stream is not None, name=original.name).run()
     kernel = replace(kernel, body=replace_loop(kernel.body, inner, vectors))
     kernel = _accumulate_over(kernel, main.name, d.span)
     if stream is not None:
@@ -191,10 +191,12 @@ def _accumulate_over(kernel: ir.Kernel, loop_name: str, span) -> ir.Kernel:
 
 
 class Vectorizer:
-    def __init__(self, kernel: ir.Kernel, loop: ir.For, span, lanes: int | None = None, separated: bool = False):
+    def __init__(self, kernel: ir.Kernel, loop: ir.For, span, lanes: int | None = None, separated: bool = False,
+                 name: str | None = None):
         """`lanes` given: `loop` runs fewer than `lanes` iterations (a split's
         tail) and becomes one masked vector step. `separated`: the caller has
-        checked that iterations touch different elements."""
+        checked that iterations touch different elements. `name`: the loop
+        the user named, for errors (`loop` may be a piece of it: `i.inner`)."""
         self.kernel, self.loop, self.span, self.separated = kernel, loop, span, separated
         if lanes is None:
             self.lanes, self.mask = self._shape(loop)
@@ -203,7 +205,7 @@ class Vectorizer:
             self.lanes, self.mask = lanes, ir.Binary("<", ir.Ramp(ir.Const(0, count.type), 1, lanes), count, BOOL)
         self.ramp = ir.Ramp(loop.start, 1, self.lanes, loop.span)
         self.vector_locals: dict[ir.Sym, ir.Sym] = {}
-        self.what = f"vectorize '{loop.name}'"
+        self.what = f"vectorize '{name or loop.name}'"
 
     def _shape(self, loop: ir.For) -> tuple[int, ir.Expr | None]:
         if loop.step != 1:
