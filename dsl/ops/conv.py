@@ -32,7 +32,8 @@ import math
 import numpy as np
 
 from .arrays import SUFFIX, as_array, check_float_dtype, strided
-from .conv_args import check_channels, check_groups, check_hyper, check_rank, check_size, conv_padding, pair
+from .conv_args import (check_channels, check_groups, check_hyper, check_not_empty, check_rank, check_same_dtype,
+                        check_size, conv_padding, pair)
 from .conv_border import convolve_padded
 from .library import stdlib_library
 from .permutation import permute
@@ -59,13 +60,15 @@ def conv2d(x, w, bias=None, *, stride=1, padding=0, dilation=1, groups=1, layout
     x, w, bias, dtype, unbatched = _operands(op, x, w, bias, layout)
     groups = check_groups(op, groups)
     stride, dilation = pair(op, "stride", stride), pair(op, "dilation", dilation)
+    user_w = w.shape
     w = np.ascontiguousarray(w.transpose(2, 3, 1, 0)) if layout == "NCHW" else w  # KH, KW, C_in/g, C_out
     kernel = w.shape[:2]
-    pads = conv_padding(op, padding, stride, dilation, kernel)
     check_hyper(op, stride, dilation, (0, 0))
+    pads = conv_padding(op, padding, stride, dilation, kernel)
     c_out = w.shape[3]
-    torch_w = (c_out, w.shape[2], *kernel)
-    check_channels(op, groups, torch_w, _torch_shape(x, layout), x.shape[3], w.shape[2] * groups, c_out)
+    check_not_empty(op, x.shape, user_w, kernel, c_out)
+    check_channels(op, groups, user_w, _torch_shape(x, layout), x.shape[3], w.shape[2] * groups, c_out,
+                   0 if layout == "NCHW" else 3)
     _check_bias(op, bias, c_out)
     extent = [d * (k - 1) + 1 for d, k in zip(dilation, kernel)]
     padded = [x.shape[1 + i] + sum(pads[i]) for i in range(2)]
@@ -106,19 +109,20 @@ def conv_transpose2d(x, w, bias=None, *, stride=1, padding=0, output_padding=0, 
     stride, dilation = pair(op, "stride", stride), pair(op, "dilation", dilation)
     pad, out_pad = pair(op, "padding", padding), pair(op, "output_padding", output_padding)
     check_hyper(op, stride, dilation, pad)
+    user_w = w.shape
     w = w.transpose(2, 3, 1, 0) if layout == "NCHW" else w  # KH, KW, C_out/g, C_in
     kernel, c_in, c_out = w.shape[:2], w.shape[3], w.shape[2] * groups
+    check_not_empty(op, x.shape, user_w, kernel, c_out)
     for i in range(2):
         if out_pad[i] < 0 or out_pad[i] >= max(stride[i], dilation[i]):
             raise ValueError(f"{op}: output padding must be smaller than either stride or dilation, but got "
                              f"output_padding_height: {out_pad[0]} output_padding_width: {out_pad[1]} "
                              f"stride_height: {stride[0]} stride_width: {stride[1]} dilation_height: "
                              f"{dilation[0]} dilation_width: {dilation[1]}")
-    torch_w = (c_in, w.shape[2], *kernel)
     if c_in % groups:
-        raise ValueError(f"{op}: Given groups={groups}, expected weight to be divisible by {groups} at dimension 0, "
-                         f"but got weight of size {list(torch_w)} instead")
-    check_channels(op, groups, torch_w, _torch_shape(x, layout), x.shape[3], c_in, c_in)
+        raise ValueError(f"{op}: Given groups={groups}, expected weight to be divisible by {groups} at dimension "
+                         f"{0 if layout == 'NCHW' else 3}, but got weight of size {list(user_w)} instead")
+    check_channels(op, groups, user_w, _torch_shape(x, layout), x.shape[3], c_in, c_in)
     _check_bias(op, bias, c_out)
     out_hw = [(n - 1) * s - 2 * p + d * (k - 1) + o + 1
               for n, s, p, d, k, o in zip(x.shape[1:3], stride, pad, dilation, kernel, out_pad)]
@@ -227,6 +231,7 @@ def _operands(op, x, w, bias, layout):
     if layout not in LAYOUTS:
         raise ValueError(f"{op}: layout must be one of {LAYOUTS}, got {layout!r}")
     dtype = check_float_dtype(op, x, w, *([bias] if bias is not None else []))
+    check_same_dtype(op, x, w, bias)
     check_rank(op, x, w)
     unbatched = x.ndim == 3
     if unbatched:

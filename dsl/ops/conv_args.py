@@ -39,6 +39,7 @@ def check_rank(op: str, x: np.ndarray, w: np.ndarray) -> None:
 
 
 def check_hyper(op: str, stride, dilation, padding) -> None:
+    """torch's checks of stride, dilation and padding (pairs)."""
     if min(stride) <= 0:
         raise ValueError(f"{op}: non-positive stride is not supported")
     if min(dilation) <= 0:
@@ -73,11 +74,13 @@ def conv_padding(op: str, padding, stride, dilation, kernel) -> tuple[tuple[int,
 
 
 def check_channels(op: str, groups: int, w_shape: tuple, x_shape: tuple, x_channels: int, expected: int,
-                   out_axis_size: int) -> None:
-    """torch's messages for weights and inputs whose channels do not fit `groups`."""
+                   out_axis_size: int, out_axis: int = 0) -> None:
+    """torch's messages for weights and inputs whose channels do not fit
+    `groups`; `w_shape` and `x_shape` as the user passed them, `out_axis`
+    the weight's axis of output channels in that layout."""
     if out_axis_size % groups and op == "conv2d":
         raise ValueError(f"{op}: Given groups={groups}, expected weight to be divisible by {groups} at "
-                         f"dimension 0, but got weight of size {list(w_shape)} instead")
+                         f"dimension {out_axis}, but got weight of size {list(w_shape)} instead")
     if x_channels != expected:
         raise ValueError(f"{op}: Given groups={groups}, weight of size {list(w_shape)}, expected input"
                          f"{list(x_shape)} to have {expected} channels, but got {x_channels} channels instead")
@@ -89,3 +92,22 @@ def check_size(op: str, padded: tuple, kernel: tuple) -> None:
         raise ValueError(f"{op}: Calculated padded input size per channel: ({padded[0]} x {padded[1]}). "
                          f"Kernel size: ({kernel[0]} x {kernel[1]}). Kernel size can't be greater than actual "
                          "input size")
+
+
+def check_not_empty(op: str, x_shape: tuple, w_shape: tuple, kernel: tuple, c_out: int) -> None:
+    """torch refuses a kernel or an output channel count of 0, and an input
+    empty in H or W unless its batch or channels are (x_shape: NHWC)."""
+    if min(kernel) <= 0 or c_out <= 0:
+        raise ValueError(f"{op}: weight of size {list(w_shape)} has no kernel taps or no output channels: "
+                         "expected every dimension to be at least 1")
+    n, h, w, c = x_shape
+    if (h == 0 or w == 0) and n and c:
+        raise ValueError(f"{op}: Only zero batch or zero channel inputs are supported, but got input height "
+                         f"{h} and width {w}")
+
+
+def check_same_dtype(op: str, x: np.ndarray, w: np.ndarray, bias) -> None:
+    """torch computes in one dtype and refuses a mix (no silent promotion)."""
+    for name, other in (("weight", w), ("bias", bias)):
+        if other is not None and other.dtype != x.dtype:
+            raise TypeError(f"{op}: Input type ({x.dtype}) and {name} type ({other.dtype}) should be the same")

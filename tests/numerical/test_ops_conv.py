@@ -116,10 +116,16 @@ def test_depthwise_three_taps_wide(dtype, width, taps, stride, dilation):
 
 
 def test_unbatched_input_and_mixed_dtypes():
-    x = np.ones((2, 5, 5), np.float32)
+    """Unbatched input works; a mix of float32 and float64 is refused, as
+    torch refuses it (no silent promotion)."""
+    x = np.ones((2, 5, 5), np.float64)
     w = np.ones((3, 2, 3, 3), np.float64)
     y = dsl.ops.conv2d(x, w, padding=1)
     assert y.shape == (3, 5, 5) and y.dtype == np.float64 and y[0, 2, 2] == 18.0
+    with pytest.raises(TypeError, match=r"Input type \(float32\) and weight type \(float64\) should be the same"):
+        dsl.ops.conv2d(x.astype(np.float32), w)
+    with pytest.raises(TypeError, match=r"Input type \(float32\) and bias type \(float64\) should be the same"):
+        dsl.ops.conv_transpose2d(x.astype(np.float32)[:, None], np.ones((2, 3, 3, 3), np.float32), np.ones(3))
 
 
 BAD = [
@@ -135,6 +141,12 @@ BAD = [
     (dict(x=(1, 4, 8, 8), w=(6, 4, 3, 3), padding="full"), "Invalid padding string 'full'"),
     (dict(x=(1, 4, 8, 8), w=(6, 4, 3, 3), layout="NWHC"), "layout must be one of"),
     (dict(x=(1, 4, 8, 8), w=(6, 4, 3, 3), bias=(5,)), "expected bias to be 1-dimensional with 6 elements"),
+    (dict(x=(1, 4, 8, 8), w=(6, 4, 0, 3)), "no kernel taps or no output channels"),
+    (dict(x=(1, 4, 8, 8), w=(0, 4, 3, 3)), "no kernel taps or no output channels"),
+    (dict(x=(1, 4, 0, 8), w=(6, 4, 3, 3), padding=2), "Only zero batch or zero channel inputs are supported"),
+    (dict(x=(1, 4, 8, 8), w=(6, 4, 3, 3), padding="same", stride=0), "non-positive stride"),
+    (dict(x=(1, 8, 8, 4), w=(3, 3, 4, 6), groups=4, layout="NHWC"),
+     "expected weight to be divisible by 4 at dimension 3, but got weight of size [3, 3, 4, 6]"),
 ]
 
 
@@ -160,3 +172,5 @@ def test_transposed_bad_arguments():
         dsl.ops.conv_transpose2d(x[:, :, :1, :1], w[:, :, :1, :1], padding=1)
     with pytest.raises(TypeError, match="unsupported dtype int32"):
         dsl.ops.conv2d(x.astype(np.int32), w)
+    with pytest.raises(ValueError, match="no kernel taps or no output channels"):
+        dsl.ops.conv_transpose2d(x, np.zeros((4, 0, 3, 3), np.float32))
