@@ -79,13 +79,6 @@ def _rows_computed(M: ir.Expr, t: MicroTile) -> ir.Expr:
     return add(whole, ir.Select(compare("==", rest, i64(0)), i64(0), last, I64))
 
 
-def half_wide(t: MicroTile) -> MicroTile | None:
-    """The tile half as wide, for the last columns when they fill at most
-    half of it (77 columns in 14 x 32 tiles: 32 + 32 + 13, whose second
-    vector computed for nothing); None for a tile one vector wide."""
-    return MicroTile(t.mr, t.vectors // 2, t.lanes, t.fused) if t.vectors >= 2 else None
-
-
 def unpacked(c: Contraction, t: MicroTile, narrow: MicroTile | None, M: ir.Expr, N: ir.Expr, K: ir.Expr,
              k_total: ir.Expr, wide: MicroTile | None = None) -> list[ir.Stmt]:
     """The micro-kernel straight on A and B, strips of C's rows in parallel.
@@ -101,40 +94,45 @@ def unpacked(c: Contraction, t: MicroTile, narrow: MicroTile | None, M: ir.Expr,
     if narrow is None:
         plain = _direct_strips(c, t, M, N, K, k_total)
     else:
-        fewer_columns = compare("<=", mul(_rows_computed(M, narrow), roundup(N, narrow.nr)),
-                                mul(_rows_computed(M, t), roundup(N, (half_wide(t) or t).nr)))
-        plain = [ir.If(fewer_columns, tuple(_direct_strips(c, narrow, M, N, K, k_total)),
+        narrow_computes_less = compare("<=", mul(_rows_computed(M, narrow), roundup(N, narrow.nr)),
+                                       mul(_rows_computed(M, t), roundup(N, t.lanes)))
+        plain = [ir.If(narrow_computes_less, tuple(_direct_strips(c, narrow, M, N, K, k_total)),
                        tuple(fresh_locals(tuple(_direct_strips(c, t, M, N, K, k_total)))), c.nest.span)]
     if wide is None:
         return plain
     several_steps = both(compare("==", roundup(N, wide.nr), N), compare(">", k_total, K))
-    return [ir.If(several_steps, tuple(fresh_locals(tuple(_direct_strips(c, wide, M, N, K, k_total)))),
+    wide_strips = _direct_strips(c, wide, M, N, K, k_total, columns_divide=True)
+    return [ir.If(several_steps, tuple(fresh_locals(tuple(wide_strips))),
                   tuple(plain), c.nest.span)]
 
 
 def _direct_strips(c: Contraction, t: MicroTile, M: ir.Expr, N: ir.Expr, K: ir.Expr,
-                   k_total: ir.Expr) -> list[ir.Stmt]:
+                   k_total: ir.Expr, columns_divide: bool = False) -> list[ir.Stmt]:
+    """Strips of C's rows in parallel, tiles of `t` along each; with
+    `columns_divide` (the tile's width divides N), no narrower variants for
+    the last columns."""
     span = c.nest.span
     js, strip = ir.Sym("js", I64, "loop"), ir.Sym("is", I64, "loop")
     at = {"m0": ir.Var(strip), "n0": ir.Var(js), "M": M, "N": N,
           "rows": minimum(i64(t.mr), sub(M, ir.Var(strip))), "cols": minimum(i64(t.nr), sub(N, ir.Var(js)))}
-    whole_at = {**at, "br": batch_reduce_vars(c), "br_loops": True}
-    edge_at = {**at, "br": batch_reduce_vars(c), "br_loops": True}
-    whole = tile_body(c, t, whole_at, K, ir.Const(True, BOOL), Direct(c, t, whole_at, edge=False))
-    edge = tile_body(c, t, edge_at, K, ir.Const(True, BOOL), Direct(c, t, edge_at, edge=True))
+
+    def variant(v: MicroTile, edge: bool = True, **limits) -> list[ir.Stmt]:
+        v_at = {**at, **limits, "br": batch_reduce_vars(c), "br_loops": True}
+        return tile_body(c, v, v_at, K, ir.Const(True, BOOL), Direct(c, v, v_at, edge=edge))
+
+    whole, edge = variant(t, edge=False), variant(t)
     full = ir.Binary("and", compare("==", at["rows"], i64(t.mr)), compare("==", at["cols"], i64(t.nr)), BOOL)
+    # The edge tiles take a smaller variant when it covers what is left, as
+    # the packed path's do (contract._packed_tiles): half as many rows, or
+    # fewer vectors of columns (77 columns in 14 x 32 tiles: 32 + 32 + 16).
     half = half_tile(t)
     if half is not None:
-        half_at = {**at, "rows": minimum(i64(half.mr), sub(M, ir.Var(strip))), "br": batch_reduce_vars(c),
-                   "br_loops": True}
-        short = tile_body(c, half, half_at, K, ir.Const(True, BOOL), Direct(c, half, half_at, edge=True))
+        short = variant(half, rows=minimum(i64(half.mr), sub(M, ir.Var(strip))))
         edge = [ir.If(compare("<=", sub(M, ir.Var(strip)), i64(half.mr)), tuple(short), tuple(edge), span)]
-    half_width = half_wide(t)
-    if half_width is not None:
-        slim_at = {**at, "cols": minimum(i64(half_width.nr), sub(N, ir.Var(js))), "br": batch_reduce_vars(c),
-                   "br_loops": True}
-        slim = tile_body(c, half_width, slim_at, K, ir.Const(True, BOOL), Direct(c, half_width, slim_at, edge=True))
-        edge = [ir.If(compare("<=", sub(N, ir.Var(js)), i64(half_width.nr)), tuple(slim), tuple(edge), span)]
+    for vectors in reversed(range(1, 1 if columns_divide else t.vectors)):
+        v = MicroTile(t.mr, vectors, t.lanes, t.fused)
+        slim = variant(v, cols=minimum(i64(v.nr), sub(N, ir.Var(js))))
+        edge = [ir.If(compare("<=", sub(N, ir.Var(js)), i64(v.nr)), tuple(slim), tuple(edge), span)]
     n_strips = ir.For(js, i64(0), N, t.nr, (ir.If(full, tuple(whole), tuple(edge), span),), f"{c.n.name}.strip",
                       span=span)
     enough = at_most(M, N, k_total, SMALL_WORK - 1, more=True)
