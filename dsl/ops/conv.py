@@ -237,8 +237,8 @@ def _operands(op, x, w, bias, layout):
     if unbatched:
         x = x[None]
     if layout == "NCHW":  # NHWC: a blocked copy (numpy's strided one took 3 ms of a 5.5 ms depthwise layer)
-        x = permute(x, (0, 2, 3, 1)) if x.dtype == dtype else x.transpose(0, 2, 3, 1)
-    w = w.astype(dtype, copy=False)
+        x = permute(x, (0, 2, 3, 1)) if x.dtype == dtype else x.transpose(0, 2, 3, 1)  # (not native byte order)
+    w = w.astype(dtype, copy=False)  # native byte order
     if bias is not None:
         bias = np.ascontiguousarray(bias, dtype)
     return x, w, bias, dtype, unbatched

@@ -109,5 +109,5 @@ def check_not_empty(op: str, x_shape: tuple, w_shape: tuple, kernel: tuple, c_ou
 def check_same_dtype(op: str, x: np.ndarray, w: np.ndarray, bias) -> None:
     """torch computes in one dtype and refuses a mix (no silent promotion)."""
     for name, other in (("weight", w), ("bias", bias)):
-        if other is not None and other.dtype != x.dtype:
+        if other is not None and other.dtype.char != x.dtype.char:  # byte order aside
             raise TypeError(f"{op}: Input type ({x.dtype}) and {name} type ({other.dtype}) should be the same")

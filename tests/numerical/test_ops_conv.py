@@ -128,6 +128,14 @@ def test_unbatched_input_and_mixed_dtypes():
         dsl.ops.conv_transpose2d(x.astype(np.float32)[:, None], np.ones((2, 3, 3, 3), np.float32), np.ones(3))
 
 
+def test_input_in_the_other_byte_order():
+    """Big-endian float32 is float32: not refused as a mix of dtypes."""
+    rng = np.random.default_rng(3)
+    x, w = rng.standard_normal((1, 4, 8, 8)).astype(np.float32), rng.standard_normal((6, 4, 3, 3)).astype(np.float32)
+    want = dsl.ops.conv2d(x, w, padding=1)
+    np.testing.assert_allclose(dsl.ops.conv2d(x.astype(">f4"), w, padding=1), want, rtol=1e-6, atol=1e-6)
+
+
 BAD = [
     (dict(x=(1, 4, 8, 8), w=(6, 3, 3, 3)), "expected input[1, 4, 8, 8] to have 3 channels, but got 4"),
     (dict(x=(1, 4, 8, 8), w=(4, 2, 3, 3), groups=3), "expected weight to be divisible by 3 at dimension 0"),
