@@ -58,10 +58,10 @@ SIGNATURES: dict[str, tuple[int | None, tuple[int, ...], tuple[str, ...]]] = {
     "hoist": (1, (0,), ()),
     "pack": (2, (0,), ()),
     "fuse": (2, (0,), ()),
-    "vectorize": (1, (0, 1), ("tail", "nontemporal")),
+    "vectorize": (1, (0, 1), ("tail", "nontemporal", "vectors")),
     "contract": (None, (0,), ("mr", "nr", "mc", "kc", "nc")),
 }
-INT_OPTIONS = ("mr", "nr", "mc", "kc", "nc", "min_work")
+INT_OPTIONS = ("mr", "nr", "mc", "kc", "nc", "min_work", "vectors")
 # Bounds that keep the compiler's own arithmetic in i64 and its output finite
 # (found by tests/fuzz: split(i, 10**20) broke the verifier; contract(mr=1000,
 # nr=1000) spent minutes building a million-accumulator micro-kernel).
@@ -204,6 +204,6 @@ def _describe(name: str) -> str:
         "hoist": "one loop: hoist(i)",
         "pack": "an input tensor and a loop: pack(B, j.outer)",
         "fuse": "two adjacent loops: fuse(i, j)",
-        "vectorize": "a loop and an optional width: vectorize(i) or vectorize(i, 8)",
+        "vectorize": "a loop and an optional width: vectorize(i), vectorize(i, 8) or vectorize(i, vectors=4)",
         "contract": "at most one loop, the nest's outermost: contract(m) or contract()",
     }[name]

@@ -54,6 +54,7 @@ def run(kernel: ir.Kernel, d, machine: Machine = Machine(), remarks: list | None
     if _has_vectors(loop.body):  # found by tests/fuzz: lanes of two widths met in one store
         raise ScheduleError(d.span, f"cannot vectorize '{loop.name}': a loop inside it is already vectorized",
                             "vectorize one loop of a nest")
+    d = _width_in_vectors(d, loop, machine)
     if not d.ints and _own_lanes(loop) is None:
         d = replace(d, ints=(machine.lanes(_widest_element(loop, d.span)),))
     if not d.ints:
@@ -92,6 +93,23 @@ def run(kernel: ir.Kernel, d, machine: Machine = Machine(), remarks: list | None
         f", the rest in the scalar loop '{rest.name}'"
     _remark(remarks, original, width, note)
     return _inline_single_trip(kernel, main.name, d.span)
+
+
+def _width_in_vectors(d, loop: ir.For, machine: Machine):
+    """`vectorize(i, vectors=4)`: the width is that many of the target's
+    vectors of the widest element (64 f32 on AVX-512, 32 on AVX2, 16 on
+    NEON), so that a kernel keeping several independent chains in registers
+    keeps as many on each target."""
+    vectors = d.option("vectors")
+    if vectors is None:
+        return d
+    if d.ints:
+        raise ScheduleError(d.span, f"vectorize({loop.name}): give a width or vectors=, not both")
+    width = vectors * machine.lanes(_widest_element(loop, d.span))
+    if width > MAX_LANES:
+        raise ScheduleError(d.span, f"cannot vectorize '{loop.name}' with {vectors} vectors: {width} lanes "
+                            f"(at most {MAX_LANES})")
+    return replace(d, ints=(width,))
 
 
 def _own_lanes(loop: ir.For) -> tuple[int, ir.Expr | None] | None:

@@ -52,3 +52,37 @@ def test_a_loop_that_touches_no_tensor_needs_a_width():
            "    for i in range(n):\n        s += i\n    y[0] = s\n"
     with pytest.raises(dsl.CompileError, match="it touches no tensor"):
         compile_source(Source("width.tk", text), CompileOptions(), stop_after="schedule")
+
+
+VECTORS = """
+@schedule(vectorize(i, vectors={n}, tail=mask))
+def widen(x: {a}[N], y: {b}[N]):
+    for i in range(N):
+        y[i] = {b}(x[i]) * 2
+"""
+
+
+@pytest.mark.parametrize("cpu, triple, f32_lanes", [("znver3", "x86_64-unknown-linux-gnu", 8),
+                                                     ("znver4", "x86_64-unknown-linux-gnu", 16),
+                                                     ("generic", "aarch64-unknown-linux-gnu", 4)])
+def test_vectors_counts_the_targets_vectors_of_the_widest_element(cpu, triple, f32_lanes):
+    assert _lanes(VECTORS.format(n=4, a="f32", b="f32"), cpu, triple) == {4 * f32_lanes}
+    assert _lanes(VECTORS.format(n=2, a="f32", b="f64"), cpu, triple) == {f32_lanes}
+
+
+def test_vectors_and_a_width_together_are_refused():
+    text = VECTORS.replace("vectors={n}", "8, vectors=2").format(a="f32", b="f32")
+    with pytest.raises(dsl.CompileError, match=r"give a width or vectors=, not both"):
+        compile_source(Source("width.tk", text), CompileOptions(), stop_after="schedule")
+
+
+def test_vectors_past_the_widest_vector_is_an_error_naming_the_lanes():
+    with pytest.raises(dsl.CompileError, match=r"with 8 vectors: 128 lanes \(at most 64\)"):
+        compile_source(Source("width.tk", VECTORS.format(n=8, a="f32", b="f32")), CompileOptions(cpu="znver4"),
+                       stop_after="schedule")
+
+
+def test_vectors_must_be_a_positive_integer():
+    with pytest.raises(dsl.CompileError, match=r"vectors= takes a positive integer"):
+        compile_source(Source("width.tk", VECTORS.format(n=0, a="f32", b="f32")), CompileOptions(),
+                       stop_after="schedule")
