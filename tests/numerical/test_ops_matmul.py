@@ -46,9 +46,9 @@ def test_2d(size, dtype):
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_every_edge_of_the_unpacked_tiles(dtype):
     """Small products read A and B in place with one of several tiles (wide,
-    narrow, half as tall, half as wide), chosen by M and N: every column
-    count up to three vectors of AVX-512 and row counts around each tile's
-    height and half of it."""
+    narrow, half as tall, fewer vectors wide, one vector of half the lanes),
+    chosen by M and N: every column count up to three vectors of AVX-512 and
+    row counts around each tile's height and half of it."""
     for m in (1, 3, 6, 7, 8, 14, 15, 16, 29, 30, 31, 45, 77):
         for n in range(1, 50):
             a, b = rand((m, 9), dtype), rand((9, n), dtype, 1)
