@@ -14,13 +14,15 @@ with stride 0). Bad arguments raise numpy's errors before any native code runs.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
-from .arrays import (SUFFIX, as_array, as_view, check_float_dtype, check_out, even_strips, finish, kernel_view,
-                     merge_axes, view_as, writable_target)
-from ..library import num_threads
+from .arrays import (SUFFIX, as_array, as_view, check_float_dtype, check_out, finish, kernel_view,
+                     merge_axes, writable_target)
 from .einsum import contract
 from .library import stdlib_library
+from .matvec_calls import matvec_calls as _matvec_calls, run_matvec as _matvec
 from .permutation import permute
 
 __all__ = ["brgemm", "contract", "matmul", "matvec", "permute"]
@@ -109,11 +111,34 @@ def _row_major_f32():
 
 
 _door: list = []
-# Up to this many rows of A, A @ B.T with B stored by rows of K runs as dot
-# products (matmul_nt_rows_f32): B streams through once, where the GEMM packs
-# it first. 1 thread of Zen 4: 8 x 1024 x 1024 331 us against 677 packed, 8 x
-# 256 x 256 18.6 against 31.7; at 16 rows the two were even (47 and 43).
+# A @ B.T with B stored by rows of K runs as dot products
+# (matmul_nt_rows_f32) for few rows of A: B streams through once, where the
+# GEMM packs it first. Up to 8 rows always (1 thread of Zen 4: 8 x 1024 x
+# 1024 331 us against 677 packed); with 512-bit vectors, whose kernel keeps
+# 4 x 4 sums in registers, up to 256 rows and K / 2 (a short K pays a
+# horizontal add per sum): 1 thread, GFLOP/s, packed in brackets, 64 x 1024
+# x 1024 99 (54), 256 x 1024 x 1024 97 (87), 128 x 256 x 256 93 (95), 512^3
+# 94 (105), 64 x 64 x 1024 57 (80). With AVX2's 16 registers the 4 x 4 block
+# runs no faster than 4 x 1 did (Zen 4 in AVX2 code, 64 x 1024 x 1024: 56
+# against 54), so it keeps to 8 rows.
 _DOT_ROWS = 8
+_WIDE_DOT_ROWS = 256
+
+
+@functools.cache
+def _wide_vectors() -> bool:
+    """Whether the stdlib is compiled for 512-bit vectors (the target of
+    the environment's options: the host unless DSL_CPU and such say otherwise)."""
+    from dsl import options as options_mod
+    from dsl.backends.target import make_target
+
+    opts = options_mod.from_env(None)
+    return make_target(opts.triple, opts.cpu, opts.features).vector_bits >= 512
+
+
+def _dot_products(m: int, k: int) -> bool:
+    """Whether A @ B.T with m rows of A and a sum of length k runs as dot products."""
+    return m <= _DOT_ROWS or (m <= min(_WIDE_DOT_ROWS, k // 2) and _wide_vectors())
 
 
 def _plain_2d(a, b, out) -> np.ndarray | None:
@@ -161,11 +186,14 @@ def _plain_call(lib, a: np.ndarray, b: np.ndarray, c: np.ndarray):
     x @ W.T (f32); one row times a matrix. None for the rest."""
     isz = a.itemsize
     m, n = a.shape[0], b.shape[1]
-    if m > _DOT_ROWS and n > 1 and a.strides[1] == isz:
-        if b.strides[1] == isz:
+    if n > 1 and a.strides[1] == isz:
+        if m > _DOT_ROWS and b.strides[1] == isz:
             return (lib.matmul_f32 if a.dtype is _F32 else lib.matmul_f64), (a, b, c)
         if b.strides[0] == isz and a.dtype is _F32 and c.strides[1] == isz:
-            return lib.matmul_nt_f32, (a[None], b.T[None], c[None])
+            if m > 1 and _dot_products(m, a.shape[1]):
+                return lib.matmul_nt_rows_f32, (a, b.T, c)
+            if m > _DOT_ROWS:
+                return lib.matmul_nt_f32, (a[None], b.T[None], c[None])
     if m == 1 and n > 1:
         calls = _matvec_calls(lib, "f32" if a.dtype is _F32 else "f64", b.T, a[0], c[0])
         if len(calls) == 1:
@@ -211,7 +239,7 @@ def _matmul(lib, t: str, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> None:
     if a.shape[0] == 1 and (a.shape[1] == 1 or b.shape[2] == 1) and _as_matvec(lib, t, a[0], b[0], c[0]):
         return
     a, b = _some_way_contiguous(a), _some_way_contiguous(b)
-    if (t == "f32" and a.shape[0] == 1 and a.shape[1] <= _DOT_ROWS and _rows_contiguous(a)
+    if (t == "f32" and a.shape[0] == 1 and _dot_products(a.shape[1], a.shape[2]) and _rows_contiguous(a)
             and _columns_contiguous(b) and _rows_contiguous(c)):
         lib.matmul_nt_rows_f32(a[0], b[0].T, c[0])
         return
@@ -309,47 +337,6 @@ def _matvec_short(a, x, out) -> np.ndarray | None:
     except ValueError:
         return None
     return y
-
-
-def _matvec(lib, t: str, a: np.ndarray, x: np.ndarray, y: np.ndarray) -> None:
-    for kernel, args in _matvec_calls(lib, t, a, x, y):
-        kernel(*args)
-
-
-# Columns of a matrix at most this many to a block of y: 16 KiB of f32 stays
-# in L1 while eight rows of the transpose stream past it (4096^2 from DRAM,
-# 1 thread of Zen 4: 2.29 ms in blocks of 4096, 2.56 in 2048, 2.83 in 1024;
-# numpy 2.30).
-_COLS_BLOCK_BYTES = 16384
-# Below this many elements of the matrix, the blocks run on one thread (a
-# 256^2 product takes ~3 us, about what handing work to a thread costs).
-_COLS_PARALLEL_ELEMENTS = 1 << 18
-
-
-def _matvec_calls(lib, t: str, a: np.ndarray, x: np.ndarray, y: np.ndarray) -> list:
-    """The (kernel, arguments) calls of y = a @ x. Rows contiguous (or
-    neither way): dot products. Columns contiguous: a's transpose, whose
-    rows are contiguous, added row by row into blocks of y, one block per
-    thread at least; the columns the blocks leave, in a second call."""
-    if abs(a.strides[1]) == a.itemsize or abs(a.strides[0]) != a.itemsize:
-        return [(getattr(lib, f"matvec_rows_{t}"), (a, x, y))]
-    kernel = getattr(lib, f"matvec_cols_{t}")
-    m, k = a.shape
-    blocks = -(-m * a.itemsize // _COLS_BLOCK_BYTES)
-    if m * k >= _COLS_PARALLEL_ELEMENTS:
-        blocks = max(blocks, num_threads())
-    width = even_strips(m, blocks) if blocks > 1 else m
-    if width == 0:
-        blocks, width = 1, m
-    at = a.T
-    if blocks == 1:
-        return [(kernel, (at[:, None], x, y[None]))]
-    done = blocks * width  # splitting an axis in two is always a view
-    head, y_head = (at, y) if done == m else (at[:, :done], y[:done])
-    calls = [(kernel, (view_as(head, (k, blocks, width)), x, view_as(y_head, (blocks, width))))]
-    if done < m:
-        calls.append((kernel, (at[:, None, done:], x, y[None, done:])))
-    return calls
 
 
 def brgemm(a_blocks, b_blocks, c, *, beta: float = 1.0) -> np.ndarray:
