@@ -111,16 +111,16 @@ def _row_major_f32():
 
 
 _door: list = []
-# A @ B.T with B stored by rows of K runs as dot products
-# (matmul_nt_rows_f32) for few rows of A: B streams through once, where the
-# GEMM packs it first. Up to 8 rows always (1 thread of Zen 4: 8 x 1024 x
-# 1024 331 us against 677 packed); with 512-bit vectors, whose kernel keeps
-# 4 x 4 sums in registers, up to 256 rows and K / 2 (a short K pays a
-# horizontal add per sum): 1 thread, GFLOP/s, packed in brackets, 64 x 1024
-# x 1024 99 (54), 256 x 1024 x 1024 97 (87), 128 x 256 x 256 93 (95), 512^3
-# 94 (105), 64 x 64 x 1024 57 (80). With AVX2's 16 registers the 4 x 4 block
-# runs no faster than 4 x 1 did (Zen 4 in AVX2 code, 64 x 1024 x 1024: 56
-# against 54), so it keeps to 8 rows.
+# A @ B.T with B stored by rows of K runs as dot products for few rows of A:
+# B streams through once, where the GEMM packs it first. Up to 8 rows,
+# matmul_nt_rows_f32, 1 x 4 sums at a time (1 thread of Zen 4: 8 x 1024 x
+# 1024 331 us against 677 packed). With 512-bit vectors (32 registers),
+# matmul_nt_blocks_f32's 4 x 4 sums, up to 256 rows and K / 2 (a short K
+# pays a horizontal add per sum): 1 thread, GFLOP/s, packed in brackets,
+# 16 x 1024 x 1024 96 (21), 64 x 1024 x 1024 99 (54), 256 x 1024 x 1024 97
+# (87), 128 x 256 x 256 93 (95), 512^3 94 (105), 64 x 64 x 1024 57 (80).
+# With AVX2's 16 registers, 4 x 4 sums of 8 lanes spill (Zen 4 running AVX2
+# code, 64 x 1024 x 1024: 43 GFLOP/s against 54 for 1 x 4).
 _DOT_ROWS = 8
 _WIDE_DOT_ROWS = 256
 
@@ -136,9 +136,13 @@ def _wide_vectors() -> bool:
     return make_target(opts.triple, opts.cpu, opts.features).vector_bits >= 512
 
 
-def _dot_products(m: int, k: int) -> bool:
-    """Whether A @ B.T with m rows of A and a sum of length k runs as dot products."""
-    return m <= _DOT_ROWS or (m <= min(_WIDE_DOT_ROWS, k // 2) and _wide_vectors())
+def _dot_kernel(lib, m: int, k: int):
+    """The kernel of A @ B.T as dot products for m rows of A and a sum of
+    length k, or None when the packed GEMM does better."""
+    wide = _wide_vectors()
+    if m <= _DOT_ROWS or (wide and m <= min(_WIDE_DOT_ROWS, k // 2)):
+        return lib.matmul_nt_blocks_f32 if wide else lib.matmul_nt_rows_f32
+    return None
 
 
 def _plain_2d(a, b, out) -> np.ndarray | None:
@@ -190,8 +194,9 @@ def _plain_call(lib, a: np.ndarray, b: np.ndarray, c: np.ndarray):
         if m > _DOT_ROWS and b.strides[1] == isz:
             return (lib.matmul_f32 if a.dtype is _F32 else lib.matmul_f64), (a, b, c)
         if b.strides[0] == isz and a.dtype is _F32 and c.strides[1] == isz:
-            if m > 1 and _dot_products(m, a.shape[1]):
-                return lib.matmul_nt_rows_f32, (a, b.T, c)
+            dots = _dot_kernel(lib, m, a.shape[1]) if m > 1 else None
+            if dots is not None:
+                return dots, (a, b.T, c)
             if m > _DOT_ROWS:
                 return lib.matmul_nt_f32, (a[None], b.T[None], c[None])
     if m == 1 and n > 1:
@@ -239,9 +244,9 @@ def _matmul(lib, t: str, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> None:
     if a.shape[0] == 1 and (a.shape[1] == 1 or b.shape[2] == 1) and _as_matvec(lib, t, a[0], b[0], c[0]):
         return
     a, b = _some_way_contiguous(a), _some_way_contiguous(b)
-    if (t == "f32" and a.shape[0] == 1 and _dot_products(a.shape[1], a.shape[2]) and _rows_contiguous(a)
-            and _columns_contiguous(b) and _rows_contiguous(c)):
-        lib.matmul_nt_rows_f32(a[0], b[0].T, c[0])
+    dots = _dot_kernel(lib, a.shape[1], a.shape[2]) if t == "f32" and a.shape[0] == 1 else None
+    if dots is not None and _rows_contiguous(a) and _columns_contiguous(b) and _rows_contiguous(c):
+        dots(a[0], b[0].T, c[0])
         return
     if t == "f32" and not (_rows_contiguous(a) and _rows_contiguous(b)):  # the common layout skips this
         ta, tb = _columns_contiguous(a), _columns_contiguous(b)

@@ -231,7 +231,7 @@ def test_transposed_operands_take_their_layout_kernel(size, layout, monkeypatch)
     close(dsl.ops.matmul(a, b), a, b)
     batched = np.broadcast_to(a, (3, m, k))
     close(dsl.ops.matmul(batched, b), batched, b)
-    few_rows = layout == "nt" and dense._dot_products(m, k)  # the plain product runs as dot products (below)
+    few_rows = layout == "nt" and dense._dot_kernel(dense._kernels(), m, k) is not None  # dot products (below)
     runs = called.count(f"matmul_{layout}_f32")
     assert runs == (1 if few_rows else 2) or (m <= 1 or k <= 1 or n <= 1), called
 
@@ -294,8 +294,9 @@ def test_few_rows_times_w_t_are_dot_products(m, k, n, monkeypatch):
     the rows of W left over; any K, plain and as a batch of one."""
     from dsl.ops import dense
 
-    if not dense._dot_products(m, k):
+    if dense._dot_kernel(dense._kernels(), m, k) is None:
         pytest.skip("this machine's vectors take the packed GEMM for these sizes")
+    name = "matmul_nt_blocks_f32" if dense._wide_vectors() else "matmul_nt_rows_f32"
 
     x, w = rand((m, k)), rand((n, k), seed=1)
     called = []
@@ -304,4 +305,17 @@ def test_few_rows_times_w_t_are_dot_products(m, k, n, monkeypatch):
         "__getattr__": lambda _, name: (called.append(name), getattr(lib, name))[1]})())
     close(dsl.ops.matmul(x, w.T), x, w.T)
     close(dsl.ops.matmul(x[None], w.T[None])[0], x, w.T)
-    assert called == ["matmul_nt_rows_f32"] * 2, called
+    assert called == [name] * 2, called
+
+
+@pytest.mark.parametrize("kernel", ["matmul_nt_rows_f32", "matmul_nt_blocks_f32"])
+@pytest.mark.parametrize("m, k, n", [(1, 5, 3), (4, 16, 4), (7, 33, 13), (13, 300, 41), (9, 0, 6)])
+def test_both_dot_product_kernels_on_any_machine(kernel, m, k, n):
+    """Each machine calls one of the two (by its vector width): both are
+    checked here, whatever this machine is."""
+    from dsl.ops import dense
+
+    x, w = rand((m, k)), rand((n, k), seed=1)
+    c = np.full((m, n), np.nan, np.float32)
+    getattr(dense._kernels(), kernel)(x, w, c)
+    close(c, x, w.T)
