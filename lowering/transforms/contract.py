@@ -57,7 +57,8 @@ from ..rewrite import walk_stmts
 from ..types import I64
 from .contract_match import Contraction, match_nest, uses
 from .contract_sink import SUNK_REMARK, sink, sink_reduction_loops
-from .contract_direct import SMALL_WORK, all_of, any_of, at_most, half_tile, small_product, unpacked
+from .contract_direct import (SMALL_WORK, all_of, any_of, at_most, half_tile, narrower_tiles, small_product,
+                              unpacked)
 from .microkernel import Packed, batch_reduce_vars, tile_body
 from .nest import ScheduleError, find_loop, fresh_locals, remark, replace_loop
 from .pack import a_row_stride, k_innermost, pack_a, pack_a_rows, pack_b
@@ -323,18 +324,15 @@ def _packed_tiles(c: Contraction, t: MicroTile, at: dict, kc: ir.Expr, first: ir
     The one tile short in both takes the narrower variant: each variant is
     another copy of the unrolled loop to compile."""
 
-    def variant(mr: int, vectors: int) -> list[ir.Stmt]:
-        v = MicroTile(mr, vectors, t.lanes, t.fused)
+    def variant(v: MicroTile) -> list[ir.Stmt]:
         return tile_body(c, v, at, kc, first, Packed(c, v, at, packed=t), last_panel=last)
 
-    out = variant(t.mr, t.vectors)
+    out = variant(t)
     half = half_tile(t)
     if half is not None:
-        out = [ir.If(compare("<=", at["rows"], i64(half.mr)), tuple(variant(half.mr, t.vectors)), tuple(out),
-                     c.nest.span)]
-    for vectors in reversed(range(1, t.vectors)):
-        out = [ir.If(compare("<=", at["cols"], i64(vectors * t.lanes)), tuple(variant(t.mr, vectors)), tuple(out),
-                     c.nest.span)]
+        out = [ir.If(compare("<=", at["rows"], i64(half.mr)), tuple(variant(half)), tuple(out), c.nest.span)]
+    for v in narrower_tiles(t):
+        out = [ir.If(compare("<=", at["cols"], i64(v.nr)), tuple(variant(v)), tuple(out), c.nest.span)]
     return out
 
 

@@ -69,15 +69,19 @@ def half_tile(t: MicroTile) -> MicroTile | None:
     return MicroTile(t.mr // 2, t.vectors, t.lanes, t.fused) if t.mr >= 4 else None
 
 
-def half_lanes(t: MicroTile, bits: int) -> MicroTile | None:
-    """One vector of half the lanes, for a last strip of at most that many
-    columns, with 512-bit vectors: Zen 4 runs a 512-bit FMA as two 256-bit
-    halves, so a 256-bit one costs half (100^3, 1 thread: its last 4 columns
-    took a 16-lane vector; 91 -> 95 GFLOP/s with it). None with narrower
-    vectors: on AVX2, a 4-lane FMA costs what an 8-lane one does. Only the
-    unpacked path takes it: in the packed one, 2048^3 (no edge at all) ran
-    1-2% slower with the variant compiled in."""
-    return MicroTile(t.mr, 1, t.lanes // 2, t.fused) if t.lanes * bits >= 512 else None
+def narrower_tiles(t: MicroTile, bits: int | None = None) -> list[MicroTile]:
+    """The variants of tile `t` for a last strip of fewer columns, widest
+    first: fewer vectors, then, given the element's `bits` and with 512-bit
+    vectors, one vector of half the lanes. Zen 4 runs a 512-bit FMA as two
+    256-bit halves, so a 256-bit one costs half (100^3, 1 thread: its last 4
+    columns took a 16-lane vector; 91 -> 95 GFLOP/s with it); on AVX2 a
+    4-lane FMA costs what an 8-lane one does. Only the unpacked path asks for
+    the half lanes: in the packed one, 2048^3 (no edge at all) ran 1-2%
+    slower with that variant compiled in."""
+    out = [MicroTile(t.mr, n, t.lanes, t.fused) for n in reversed(range(1, t.vectors))]
+    if bits is not None and t.lanes * bits >= 512:
+        out.append(MicroTile(t.mr, 1, t.lanes // 2, t.fused))
+    return out
 
 
 def _rows_computed(M: ir.Expr, t: MicroTile) -> ir.Expr:
@@ -140,9 +144,7 @@ def _direct_strips(c: Contraction, t: MicroTile, M: ir.Expr, N: ir.Expr, K: ir.E
     if half is not None:
         short = variant(half, rows=minimum(i64(half.mr), sub(M, ir.Var(strip))))
         edge = [ir.If(compare("<=", sub(M, ir.Var(strip)), i64(half.mr)), tuple(short), tuple(edge), span)]
-    thin = None if columns_divide else half_lanes(t, c.dtype.bits)
-    for v in [MicroTile(t.mr, n, t.lanes, t.fused) for n in reversed(range(1, 1 if columns_divide else t.vectors))] \
-            + ([thin] if thin else []):
+    for v in [] if columns_divide else narrower_tiles(t, c.dtype.bits):
         slim = variant(v, cols=minimum(i64(v.nr), sub(N, ir.Var(js))))
         edge = [ir.If(compare("<=", sub(N, ir.Var(js)), i64(v.nr)), tuple(slim), tuple(edge), span)]
     n_strips = ir.For(js, i64(0), N, t.nr, (ir.If(full, tuple(whole), tuple(edge), span),), f"{c.n.name}.strip",

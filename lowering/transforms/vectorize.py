@@ -54,9 +54,7 @@ def run(kernel: ir.Kernel, d, machine: Machine = Machine(), remarks: list | None
     if _has_vectors(loop.body):  # found by tests/fuzz: lanes of two widths met in one store
         raise ScheduleError(d.span, f"cannot vectorize '{loop.name}': a loop inside it is already vectorized",
                             "vectorize one loop of a nest")
-    d = _width_in_vectors(d, loop, machine)
-    if not d.ints and _own_lanes(loop) is None:
-        d = replace(d, ints=(machine.lanes(_widest_element(loop, d.span)),))
+    d = _target_width(d, loop, machine)
     if not d.ints:
         if d.option("nontemporal") is not None:
             raise ScheduleError(d.span, "nontemporal= needs a vector width: vectorize(i, 16, nontemporal=out)")
@@ -95,15 +93,18 @@ def run(kernel: ir.Kernel, d, machine: Machine = Machine(), remarks: list | None
     return _inline_single_trip(kernel, main.name, d.span)
 
 
-def _width_in_vectors(d, loop: ir.For, machine: Machine):
-    """`vectorize(i, vectors=4)`: the width is that many of the target's
-    vectors of the widest element (64 f32 on AVX-512, 32 on AVX2, 16 on
-    NEON), so that a kernel keeping several independent chains in registers
-    keeps as many on each target."""
+def _target_width(d, loop: ir.For, machine: Machine):
+    """`d` with its width when it comes from the target: n of the target's
+    vectors of the widest element for `vectorize(i, vectors=n)` (n = 4: 64
+    f32 on AVX-512, 32 on AVX2, 16 on NEON, so that a kernel keeping several
+    independent chains in registers keeps as many on each target), one for
+    `vectorize(i)` on a loop that is not one vector as it stands."""
     vectors = d.option("vectors")
     if vectors is None:
-        return d
-    if d.ints:
+        if d.ints or _own_lanes(loop) is not None:
+            return d
+        vectors = 1
+    elif d.ints:
         raise ScheduleError(d.span, f"vectorize({loop.name}): give a width or vectors=, not both")
     width = vectors * machine.lanes(_widest_element(loop, d.span))
     if width > MAX_LANES:
