@@ -27,18 +27,21 @@ each row was its own product.
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 
 SMALL_INPUT_BYTES = 1 << 20  # inputs up to this size are copied padded: one call instead of nine
 
 
-def convolve_padded(x: np.ndarray, pads, dtype, y: np.ndarray, stride, dilation, kernel, convolve) -> None:
+def convolve_padded(trace, x: np.ndarray, pads, dtype, y: np.ndarray, stride, dilation, kernel, convolve) -> None:
     """y = the convolution of NHWC `x` zero-padded by pads ((top, bottom), (left, right)).
 
     `convolve(xp, origin, part, taps, swapped, wrap)` computes output view
     `part` from the NHWC buffer `xp` with the taps ((r0, r1), (s0, s1))
     (half-open ranges; an empty one means no sum, the bias alone), the
-    first output pixel's first tap at pixel `origin` of xp. With `swapped`,
+    first output pixel's first tap at pixel `origin` of xp (a padded copy of
+    x is made by `trace`, a `call_plans.Trace`). With `swapped`,
     xp, part and origin come with H and W exchanged (the caller exchanges
     the taps' axes, stride and dilation). With `wrap`, it may also write the
     pixels between part's rows in y; they are written again later.
@@ -52,7 +55,8 @@ def convolve_padded(x: np.ndarray, pads, dtype, y: np.ndarray, stride, dilation,
         interiors = [next((g for g in groups if g[2:] == (0, k)), None) for groups, k in zip(axes, kernel)]
     if axes is None or None in interiors:
         taps = ((0, kernel[0]), (0, kernel[1]))
-        convolve(_padded(x, pads, dtype, y.shape[1:3], stride, extent), (0, 0), y, taps, False, False)
+        xp = trace.make(partial(_padded, pads=pads, dtype=dtype, count=y.shape[1:3], stride=stride, extent=extent), x)
+        convolve(xp, (0, 0), y, taps, False, False)
         return
     interior = tuple(interiors)
     cells = [(rows, cols) for rows in axes[0] for cols in axes[1]]

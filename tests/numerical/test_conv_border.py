@@ -14,6 +14,12 @@ torch = pytest.importorskip("torch")
 F = torch.nn.functional
 
 
+@pytest.fixture(autouse=True)
+def no_remembered_plans(monkeypatch):
+    """The tests change module constants and count calls: no plan of another test's may stand in."""
+    monkeypatch.setattr(conv, "_plans", {})
+
+
 @pytest.mark.parametrize("seed", range(200))
 def test_interior_is_exactly_the_outputs_whose_windows_fit(seed):
     rng = np.random.default_rng(seed)
@@ -78,7 +84,7 @@ def test_same_padding_interior_as_one_row_per_image(monkeypatch, dtype, size, ke
     original = conv._convolve
 
     def record(*args, **kwargs):
-        calls.append(kwargs.get("wrap", args[9] if len(args) > 9 else False))
+        calls.append(kwargs.get("wrap", args[10] if len(args) > 10 else False))
         return original(*args, **kwargs)
 
     monkeypatch.setattr(conv, "_convolve", record)
@@ -103,7 +109,7 @@ def test_a_small_input_is_copied_padded_in_one_call(monkeypatch):
     original = conv._convolve
 
     def record(*args, **kwargs):
-        calls.append(args[0].shape)
+        calls.append(args[1].shape)
         return original(*args, **kwargs)
 
     monkeypatch.setattr(conv, "_convolve", record)
@@ -114,6 +120,7 @@ def test_a_small_input_is_copied_padded_in_one_call(monkeypatch):
                     padding=1).numpy().transpose(0, 2, 3, 1)
     for limit, count in ((x.nbytes, 1), (x.nbytes - 1, 9)):
         calls.clear()
+        conv._plans.clear()  # a new limit, the same arguments: not the plan of the first
         monkeypatch.setattr(conv_border, "SMALL_INPUT_BYTES", limit)
         got = dsl.ops.conv2d(x, w.transpose(2, 3, 1, 0).copy(), padding=1, layout="NHWC")
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)

@@ -43,7 +43,8 @@ def random_config(seed: int, transposed: bool) -> dict:
     return config
 
 
-def run_both(config: dict, dtype, layout: str, transposed: bool, seed: int):
+def reference_case(config: dict, dtype, transposed: bool, seed: int):
+    """Random NCHW operands for `config`, its options, and torch's result (None where torch refuses)."""
     rng = np.random.default_rng(seed)
     x = rng.standard_normal(config["x"]).astype(dtype)
     w = rng.standard_normal(config["w"]).astype(dtype)
@@ -56,6 +57,11 @@ def run_both(config: dict, dtype, layout: str, transposed: bool, seed: int):
                          **options).numpy()
     except RuntimeError:
         want = None
+    return x, w, b, options, want
+
+
+def run_both(config: dict, dtype, layout: str, transposed: bool, seed: int):
+    x, w, b, options, want = reference_case(config, dtype, transposed, seed)
     op = dsl.ops.conv_transpose2d if transposed else dsl.ops.conv2d
     if layout == "NHWC":
         x, w = x.transpose(0, 2, 3, 1), w.transpose(2, 3, 1, 0)
