@@ -63,10 +63,10 @@ def _planned(arguments: tuple, operands: tuple, body) -> np.ndarray:
     before (its checks passed then: they read nothing else). Choosing the
     kernels and building their views cost the ResNet layer (8, 56, 56, 64)
     120 us a call; a replay costs 42."""
-    key = (arguments, tuple(None if a is None else (a.shape, a.strides, a.dtype) for a in operands))
+    key = (_typed(arguments), tuple(None if a is None else (a.shape, a.strides, a.dtype) for a in operands))
     try:
         plan = _plans.get(key)
-    except TypeError:  # an argument given as a list
+    except TypeError:  # an argument of no hashable value
         key = plan = None
     if plan is not None:
         return plan.run(_kernels(), operands)
@@ -76,6 +76,14 @@ def _planned(arguments: tuple, operands: tuple, body) -> np.ndarray:
     if plan is not None:
         remember(_plans, key, plan)
     return y
+
+
+def _typed(value):
+    """`value` with the type of each part beside it: padding=1.0, which the
+    checks refuse, must not find the plan of padding=1 (1.0 == 1)."""
+    if type(value) in (tuple, list):
+        return type(value), tuple(_typed(v) for v in value)
+    return type(value), value
 
 
 def conv2d(x, w, bias=None, *, stride=1, padding=0, dilation=1, groups=1, layout="NCHW") -> np.ndarray:

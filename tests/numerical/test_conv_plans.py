@@ -90,7 +90,7 @@ def test_a_plan_keeps_none_of_the_first_calls_arrays():
     assert len(conv._plans) == 1 and all(r() is None for r in refs)
 
 
-def test_views_and_unhashable_arguments_are_not_planned():
+def test_views_are_not_planned_lists_are():
     rng = np.random.default_rng(2)
     x = rng.standard_normal((1, 4, 12, 12)).astype(np.float32)
     w = rng.standard_normal((5, 4, 3, 3)).astype(np.float32)
@@ -98,8 +98,19 @@ def test_views_and_unhashable_arguments_are_not_planned():
     nhwc = x.transpose(0, 2, 3, 1)  # a view, not C-contiguous: read in place, so no layout to replay
     got = dsl.ops.conv2d(nhwc, w.transpose(2, 3, 1, 0), padding=1, layout="NHWC")
     np.testing.assert_allclose(got, want.transpose(0, 2, 3, 1), rtol=1e-4, atol=1e-4)
-    np.testing.assert_allclose(dsl.ops.conv2d(x, w, padding=[1, 1]), want, rtol=1e-4, atol=1e-4)
     assert conv._plans == {}
+    np.testing.assert_allclose(dsl.ops.conv2d(x, w, padding=[1, 1]), want, rtol=1e-4, atol=1e-4)
+    assert len(conv._plans) == 1
+
+
+def test_arguments_equal_in_value_but_not_in_type_find_no_plan():
+    """padding=1.0 == 1 and groups=True == 1, but the checks refuse them: a
+    plan made for the ints must not answer for them."""
+    x, w = np.ones((1, 2, 8, 8), np.float32), np.ones((3, 2, 3, 3), np.float32)
+    dsl.ops.conv2d(x, w, padding=1, groups=1, stride=(1, 1))
+    for bad in (dict(padding=1.0), dict(groups=True), dict(stride=(1.0, 1))):
+        with pytest.raises(TypeError):
+            dsl.ops.conv2d(x, w, **{"padding": 1, "groups": 1, "stride": (1, 1), **bad})
 
 
 def test_a_trace_with_an_array_it_did_not_make_has_no_plan():
