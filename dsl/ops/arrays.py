@@ -13,6 +13,7 @@ then `kernel_view` copies, so a kernel never sees such memory.
 
 from __future__ import annotations
 
+import ctypes
 import math
 
 import numpy as np
@@ -89,9 +90,31 @@ def check_out(op: str, out, shape: tuple, dtype: np.dtype) -> np.ndarray:
     return out
 
 
-def address(a: np.ndarray) -> int:
+def _interface_address(a: np.ndarray) -> int:
     """The address of `a`'s first element."""
     return a.__array_interface__["data"][0]
+
+
+def _struct_address():
+    """An `address` that reads the data pointer from the array object itself
+    (numpy's C structure: the object header, then `char *data`; 0.15 us
+    where `__array_interface__` builds a dict in 1.1, and a small permute
+    asks twice), if this interpreter and numpy lay it out so; else None."""
+    try:
+        from_address = ctypes.c_void_p.from_address
+        probes = [np.zeros(3, np.float32)[1:], np.zeros((2, 2))[:, ::-1], np.frombuffer(b"abcd", np.uint8)[2:]]
+        if all(from_address(id(p) + _DATA_OFFSET).value == _interface_address(p) for p in probes):
+            def address(a: np.ndarray) -> int:
+                """The address of `a`'s first element."""
+                return from_address(id(a) + _DATA_OFFSET).value or 0
+            return address
+    except (AttributeError, ValueError, TypeError):
+        pass
+    return None
+
+
+_DATA_OFFSET = 2 * ctypes.sizeof(ctypes.c_void_p)  # after PyObject_HEAD's refcount and type
+address = _struct_address() or _interface_address
 
 
 def empty_aligned(shape: tuple, dtype, align: int = 64) -> np.ndarray:

@@ -1,14 +1,23 @@
 """The views `dsl.ops` wrappers build without numpy's slower helpers:
 `merge_axes` (by reshape), `strided` (one `np.ndarray` on a contiguous
-buffer), and `call_plans` (kernel calls recorded once, replayed on new
-operands), each against what numpy's own functions give."""
+buffer), `address` (read from the array object), and `call_plans` (kernel
+calls recorded once, replayed on new operands), each against what numpy's
+own functions give."""
 
 import numpy as np
 import pytest
 from numpy.lib.stride_tricks import as_strided
 
-from dsl.ops.arrays import merge_axes, strided, view_as
+from dsl.ops.arrays import address, merge_axes, strided, view_as
 from dsl.ops.call_plans import record, replay
+
+
+def test_address_is_numpys_data_pointer():
+    base = np.arange(60, dtype=np.float64).reshape(3, 4, 5)
+    readonly = np.frombuffer(bytes(range(16)), np.uint8)
+    for a in (base, base[1:, ::-1, 2:], base.T, base[:, :0], np.zeros(0, np.float32), readonly[3:],
+              np.array(1.5, np.float32), base.view(np.uint8)[5:]):
+        assert address(a) == a.__array_interface__["data"][0], (a.shape, a.strides)
 
 
 def test_merge_axes_merges_where_every_array_allows():
