@@ -189,6 +189,8 @@ def test_threads_agree():
      "mismatch in its core dimension 0, with gufunc signature (n?,k),(k,m?)->(n?,m?) (size 4 is different from 3)"),
     ((np.ones((20, 3), np.float32), np.ones((4, 2), np.float32)), ValueError,
      "mismatch in its core dimension 0, with gufunc signature (n?,k),(k,m?)->(n?,m?) (size 4 is different from 3)"),
+    ((np.ones((20, 3), np.float32), np.ones((2, 4), np.float32).T), ValueError,
+     "mismatch in its core dimension 0, with gufunc signature (n?,k),(k,m?)->(n?,m?) (size 4 is different from 3)"),
     ((np.ones((2, 2, 3), np.float32), np.ones((3, 3, 4), np.float32)), ValueError, "could not be broadcast"),
     ((np.ones((2, 3), np.int32), np.ones((3, 4), np.int32)), TypeError, "unsupported dtype int32"),
     (("ab", np.ones(2)), TypeError, "unsupported dtype <U2"),
@@ -199,9 +201,10 @@ def test_errors(args, error, text):
     assert text in str(info.value) and str(info.value).startswith("matmul: ")
 
 
+@pytest.mark.parametrize("transposed", [False, True])  # b = W.T: x @ W.T's short path
 @pytest.mark.parametrize("m", [2, 20])
-def test_bad_out(m):
-    a, b = np.ones((m, 3), np.float32), np.ones((3, 4), np.float32)
+def test_bad_out(m, transposed):
+    a, b = np.ones((m, 3), np.float32), (np.ones((4, 3), np.float32).T if transposed else np.ones((3, 4), np.float32))
     with pytest.raises(ValueError, match=rf"matmul: out has shape \(4, {m}\), the result has shape \({m}, 4\)"):
         dsl.ops.matmul(a, b, out=np.empty((4, m), np.float32))
     with pytest.raises(TypeError, match="matmul: out has dtype float64, the result is float32"):
