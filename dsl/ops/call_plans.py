@@ -103,10 +103,11 @@ class Trace:
     `make(fn, *args)` returns `fn(*args)`, a new array that later steps may
     view (`fn` must depend on its arguments alone: a replay calls it on new
     ones); `call(fn, *args)` runs `fn(*args)` for its effect, `fn` a kernel's
-    name in the library `kernels()` returns, or a function. An argument is a view of an operand or of
-    an array made before, or a value of no array type (kept as it is). When
-    one is neither, or an array made is not C-contiguous, `plan()` is None:
-    the steps are done all the same, as they are with `record` false."""
+    name in the library `kernels()` returns, or a function. An argument is a
+    view of an operand or of an array made before, or a value of no array
+    type (kept as it is). When one is neither, or an array made is not
+    C-contiguous, `plan()` is None: the steps are done all the same, as they
+    are with `record` false."""
 
     def __init__(self, kernels: Callable[[], Any], operands: tuple, record: bool = True):
         self.kernels = kernels  # the library, loaded at the first kernel call (after the wrapper's checks)
