@@ -58,12 +58,11 @@ def matmul(a, b, *, out=None) -> np.ndarray:
                 c = _empty((a.shape[0], b.shape[1]), _F32) if out is None else out
                 if _row_major_f32()(a, b, c) is None:
                     return c
-            elif b.strides[0] == 4 and a.shape[0] > 1 and (out is None or (type(out) is _ND and out.ndim == 2
-                                                                          and out.strides[1] == 4)):
+            elif b.strides[0] == 4 and (out is None or (type(out) is _ND and out.ndim == 2 and out.strides[1] == 4)):
                 # x @ W.T without _plain_2d's questions (32^3, 1 thread: 3.7 -> 3.2 us; numpy 2.1)
                 c = _empty((a.shape[0], b.shape[1]), _F32) if out is None else out
-                call = _nt_call(_kernels(), a, b, c)
-                if call is not None and call[0].try_fast(*call[1]) is None:
+                kernel, args = _nt_call(_kernels(), a, b, c)
+                if kernel.try_fast(*args) is None:
                     return c
     done = _plain_2d(a, b, out)
     if done is None and type(a) is np.ndarray and type(b) is np.ndarray:
@@ -202,9 +201,7 @@ def _plain_call(lib, a: np.ndarray, b: np.ndarray, c: np.ndarray):
         if m > _DOT_ROWS and b.strides[1] == isz:
             return (lib.matmul_f32 if a.dtype is _F32 else lib.matmul_f64), (a, b, c)
         if b.strides[0] == isz and a.dtype is _F32 and c.strides[1] == isz:
-            call = _nt_call(lib, a, b, c)
-            if call is not None:
-                return call
+            return _nt_call(lib, a, b, c)
     if m == 1 and n > 1:
         calls = _matvec_calls(lib, "f32" if a.dtype is _F32 else "f64", b.T, a[0], c[0])
         if len(calls) == 1:
@@ -214,15 +211,15 @@ def _plain_call(lib, a: np.ndarray, b: np.ndarray, c: np.ndarray):
 
 def _nt_call(lib, a: np.ndarray, b: np.ndarray, c: np.ndarray):
     """(kernel, arguments) of the f32 c = a @ b when b is W.T, W's rows
-    contiguous (x @ W.T): dot products, or the GEMM written for that layout
-    from 9 rows of a on; None for one row (a matrix-vector product)."""
+    contiguous (x @ W.T): for one row of a, W times it; dot products; or the
+    GEMM written for that layout from 9 rows of a on."""
     m = a.shape[0]
-    dots = _dot_kernel(lib, m, a.shape[1]) if m > 1 else None
+    if m == 1:
+        return lib.matvec_rows_f32, (b.T, a[0], c[0])
+    dots = _dot_kernel(lib, m, a.shape[1])
     if dots is not None:
         return dots, (a, b.T, c)
-    if m > _DOT_ROWS:
-        return lib.matmul_nt_f32, (a[None], b.T[None], c[None])
-    return None
+    return lib.matmul_nt_f32, (a[None], b.T[None], c[None])
 
 
 def _product(a: np.ndarray, b: np.ndarray, c: np.ndarray, batch: tuple, column: bool) -> None:
