@@ -85,7 +85,7 @@ def test_tiles_start_where_the_input_columns_are_aligned():
         assert np.array_equal(out[1:], x.T) and (out[0] == -1).all(), offset
     plans = {key[3]: plan for key, plan in permutation._plans.items() if key[:3] == ((rows, cols), 4, (1, 0))}
     assert set(plans) == {0, 4, 20, 52}
-    assert [len(plans[k]) for k in (0, 4, 20, 52)] == [2, 6, 6, 6]
+    assert [len(plans[k].steps) for k in (0, 4, 20, 52)] == [2, 6, 6, 6]
 
 
 def test_nan_bits_kept():

@@ -75,7 +75,7 @@ def test_a_replayed_plan_makes_the_recorded_calls_on_new_operands():
         lib.add_into(x[3], y[3])
 
     plan = record(run, (x, y))
-    assert [name for name, _ in plan] == ["add_into", "add_into"] and not y.any()  # recorded, not run
+    assert [step[0] for step in plan.steps] == ["add_into", "add_into"] and not y.any()  # recorded, not run
     x2, y2 = np.arange(24.0).reshape(4, 6) * 2, np.ones((4, 6))
     replay(_Lib(), plan, (x2, y2))
     want = np.ones((4, 6))
