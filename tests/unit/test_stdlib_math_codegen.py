@@ -62,5 +62,6 @@ def test_fused_kernel_is_one_vector_loop():
     source = kernel_source(parse_expression("silu(a) * b + c"), (True, True, True))
     loop = _hot_loop(_asm(source), "fused_1")
     assert not [x for x in loop if x.startswith("call")]
-    assert sum(x.startswith("vmovups") and x.endswith(")") for x in loop) == 2  # one store of 16 lanes: two ymm
+    # One store of 16 lanes to out: two ymm (the 16 ymm registers of AVX2 may spill one to the stack).
+    assert sum(x.startswith("vmovups") and x.endswith(")") and "(%rsp)" not in x for x in loop) == 2
     assert sum(x.startswith("vdivps") for x in loop) == 2 and any(x.startswith("vfmadd") for x in loop)
