@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 
 from .arrays import address, as_array, check_out, empty_aligned, finish, merge_axes, view_as, writable_target
-from .call_plans import record, remember, replay
+from .call_plans import record, remember
 from .library import stdlib_library
 from .permute_channels import CHANNELS, channels
 
@@ -56,7 +56,7 @@ def permute(x, axes, out=None) -> np.ndarray:
         if seen is not None and x.flags.c_contiguous and x.flags.aligned:
             shape, plan = seen
             target = empty_aligned(shape, x.dtype)
-            replay(_kernels(), plan, (x, target))
+            plan.run(_kernels(), (x, target))
             return target
     x = as_array("permute", "x", x)
     given, axes = axes, _check_axes(x, axes)
@@ -89,7 +89,7 @@ def _planned(x: np.ndarray, axes: tuple[int, ...], target: np.ndarray):
     if plan is None:
         plan = record(lambda lib: _copy(x.transpose(axes), target, lib), (x, target))
         remember(_plans, key, plan)
-    replay(_kernels(), plan, (x, target))
+    plan.run(_kernels(), (x, target))
     return plan
 
 

@@ -9,7 +9,7 @@ import pytest
 from numpy.lib.stride_tricks import as_strided
 
 from dsl.ops.arrays import address, merge_axes, strided, view_as
-from dsl.ops.call_plans import record, replay
+from dsl.ops.call_plans import record
 
 
 def test_address_is_numpys_data_pointer():
@@ -77,7 +77,7 @@ def test_a_replayed_plan_makes_the_recorded_calls_on_new_operands():
     plan = record(run, (x, y))
     assert [step[0] for step in plan.steps] == ["add_into", "add_into"] and not y.any()  # recorded, not run
     x2, y2 = np.arange(24.0).reshape(4, 6) * 2, np.ones((4, 6))
-    replay(_Lib(), plan, (x2, y2))
+    plan.run(_Lib(), (x2, y2))
     want = np.ones((4, 6))
     want[::2, 1:4] += x2[1:3, ::2]
     want[3] += x2[3]
