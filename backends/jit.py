@@ -113,6 +113,9 @@ define i32 @omp_get_thread_num() {
 define i32 @omp_get_num_threads() {
   ret i32 1
 }
+define i32 @omp_in_parallel() {
+  ret i32 0
+}
 """
 
 

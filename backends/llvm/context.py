@@ -44,8 +44,9 @@ class FunctionContext:
     """Everything the expression and statement emitters share for one kernel.
 
     `in_parallel` is set in the outlined body of a parallel loop (parallel.py):
-    a parallel loop nested there runs serially, and a failed Check's `ret`
-    returns to the team function, which records the status for the kernel.
+    a parallel loop nested there forks a team only when called outside one,
+    and a failed Check's `ret` returns to the team function, which records the
+    status for the kernel.
     """
 
     in_parallel = False

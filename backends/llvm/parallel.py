@@ -1,4 +1,4 @@
-"""Parallel loops: the outermost `For(kind="parallel")` of a nest runs on a thread team.
+"""Parallel loops: a `For(kind="parallel")` runs on a thread team.
 
 The loop becomes three pieces (for a kernel function `k`, the N-th such loop):
 
@@ -21,6 +21,14 @@ the loop are copied back from the thread that ran the last iteration (what a
 serial run leaves in them). A loop with fewer than two iterations, one thread,
 a false `when` condition or no libgomp calls the body directly, without GOMP
 (whose dispatch costs ~2 us).
+
+A parallel loop nested in another is outlined the same way, once, and forks a
+team only when `omp_in_parallel()` says the outer one runs on this thread
+alone (its `when` was false): then a batch of products that is too short to
+share out runs each product's rows on the team. (These loops used to run
+serially inside an outlined body, so the contraction pass emitted two copies
+of each batch of products, one for each case: dense.tk compiled in 120 s
+rather than 80.)
 """
 
 from __future__ import annotations
@@ -30,14 +38,14 @@ from dataclasses import dataclass, replace
 
 import llvmlite.ir as ir
 
-from dsl.lowering.ir import AlignGap, For, If, Load, Overlaps, Prefetch, Shape, Store, Sym, TensorParam, Var
+from dsl.lowering.ir import AlignGap, Assign, For, If, Load, Overlaps, Prefetch, Shape, Store, Sym, TensorParam, Var
 from dsl.lowering.types import I64 as INDEX
 from dsl.lowering.rewrite import assigned_syms, stmt_exprs, walk_expr, walk_stmts
 
 from .context import FunctionContext, TensorArgs
 from .exprs import emit_expr
 from .ltypes import I32, I64, PTR, int_const
-from .runtime import gomp_parallel, num_threads, omp_num_threads, omp_thread_num, warn_serial
+from .runtime import gomp_parallel, num_threads, omp_in_parallel, omp_num_threads, omp_thread_num, warn_serial
 from .signature import new_function
 
 EmitLoop = Callable[[FunctionContext, For], None]
@@ -105,26 +113,43 @@ def _plan(cx: FunctionContext, loop: For) -> _Plan:
     assigned = assigned_syms(loop.body) | {loop.var}
     outside = _read_outside(cx.kernel.body, loop)
     liveout = sorted(assigned & outside, key=lambda s: s.id)
-    syms = sorted((read | set(liveout)) - {loop.var}, key=lambda s: s.id)
+    # A local given its values only inside the loop (a tile's accumulators)
+    # brings nothing in: capturing it passed ~100 vectors a call, which cost
+    # more than a small product's work.
+    inner_only = assigned - _assigned_outside(cx.kernel.body, loop)
+    syms = sorted((read - inner_only | set(liveout)) - {loop.var}, key=lambda s: s.id)
     tensors = [t for t in cx.tensors if t in used_tensors]  # parameters, then live scratch
     return _Plan(tensors, syms, liveout)
 
 
-def _read_outside(body, loop: For) -> set[Sym]:
-    """Symbols read by statements of `body` that are not inside `loop`."""
+def _assigned_outside(body, loop: For) -> set[Sym]:
+    """Symbols given a value by statements of `body` that are not inside `loop`."""
     out: set[Sym] = set()
+    for stmt in _outside(body, loop):
+        match stmt:
+            case Assign(sym=sym) | For(var=sym):
+                out.add(sym)
+    return out
+
+
+def _outside(body, loop: For):
+    """The statements of `body`, nested ones included, that are not `loop` or inside it."""
     for stmt in body:
         if stmt is loop:
             continue
-        for e in (x for top in stmt_exprs(stmt) for x in walk_expr(top)):
-            if isinstance(e, Var):
-                out.add(e.sym)
+        yield stmt
         match stmt:
             case For(body=inner):
-                out |= _read_outside(inner, loop)
+                yield from _outside(inner, loop)
             case If(then=then, orelse=orelse):
-                out |= _read_outside(then, loop) | _read_outside(orelse, loop)
-    return out
+                yield from _outside(then, loop)
+                yield from _outside(orelse, loop)
+
+
+def _read_outside(body, loop: For) -> set[Sym]:
+    """Symbols read by statements of `body` that are not inside `loop`."""
+    return {e.sym for stmt in _outside(body, loop) for top in stmt_exprs(stmt)
+            for e in walk_expr(top) if isinstance(e, Var)}
 
 
 def _free_name(module: ir.Module, prefix: str) -> str:
@@ -160,7 +185,7 @@ def _define_body(cx: FunctionContext, loop: For, plan: _Plan, values: list[ir.Va
     for arg, label in zip(fn.args[len(values):], ("start", "k0", "k1", "trip", "ctx")):
         arg.name = label
     wcx = FunctionContext(fn, cx.kernel)
-    wcx.in_parallel = True  # a parallel loop nested in this one runs serially
+    wcx.in_parallel = True  # a parallel loop nested in this one forks only outside a team
     _bind_captures(cx, wcx, plan, fn.args[: len(values)])
     bld = wcx.builder
     run, empty = wcx.new_block("run"), wcx.new_block("empty")
@@ -281,7 +306,16 @@ def _emit_call_site(cx: FunctionContext, loop: For, plan: _Plan, values: list[ir
     join = cx.new_block(f"{loop.name}.joined")
     bld.cbranch(worth, check_gomp, alone)
     bld.position_at_end(check_gomp)
-    bld.cbranch(bld.icmp_unsigned("!=", gomp, ir.Constant(PTR, None)), on_team, warn)
+    if cx.in_parallel:
+        # Nested in another parallel loop: a team of its own only when that
+        # loop ran on this thread alone (its `when` was false, or one iteration).
+        check_team = cx.new_block(f"{loop.name}.nested?")
+        bld.cbranch(bld.icmp_unsigned("!=", gomp, ir.Constant(PTR, None)), check_team, warn)
+        bld.position_at_end(check_team)
+        inside = bld.call(omp_in_parallel(module), [])
+        bld.cbranch(bld.icmp_signed("!=", inside, int_const(I32, 0)), alone, on_team)
+    else:
+        bld.cbranch(bld.icmp_unsigned("!=", gomp, ir.Constant(PTR, None)), on_team, warn)
     bld.position_at_end(warn)
     bld.call(warn_serial(module), [])
     bld.branch(alone)

@@ -62,6 +62,11 @@ def omp_num_threads(module: ir.Module) -> ir.Function:
     return extern(module, "omp_get_num_threads", I32, [], weak=True)
 
 
+def omp_in_parallel(module: ir.Module) -> ir.Function:
+    """`int omp_in_parallel(void)`, weak (only called once GOMP_parallel is known present)."""
+    return extern(module, "omp_in_parallel", I32, [], weak=True)
+
+
 def _cstring(module: ir.Module, name: str, text: str) -> ir.GlobalVariable:
     data = bytearray(text.encode() + b"\0")
     typ = ir.ArrayType(ir.IntType(8), len(data))

@@ -51,7 +51,7 @@ def emit_stmt(cx: FunctionContext, stmt: Stmt) -> None:
             emit_prefetch(cx, stmt)
         case If():
             _emit_if(cx, stmt)
-        case For(kind="parallel") if not cx.in_parallel:
+        case For(kind="parallel"):
             emit_parallel_for(cx, stmt, _emit_for)
         case For():
             _emit_for(cx, stmt)

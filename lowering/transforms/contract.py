@@ -60,7 +60,7 @@ from .contract_sink import SUNK_REMARK, sink, sink_reduction_loops
 from .contract_direct import (SMALL_WORK, all_of, any_of, at_most, half_tile, narrower_tiles, small_product,
                               unpacked)
 from .microkernel import Packed, batch_reduce_vars, tile_body
-from .nest import ScheduleError, find_loop, fresh_locals, remark, replace_loop
+from .nest import ScheduleError, find_loop, remark, replace_loop
 from .pack import a_row_stride, k_innermost, pack_a, pack_a_rows, pack_b
 
 name = "contract"
@@ -206,9 +206,9 @@ def _batch_parallel(batch: ir.For, blocked: list[ir.Stmt], m: ir.Expr, mr: int) 
         long = compare(">=", trips, mul(threads, i64(4)))
         short_products = compare("<", m, mul(threads, i64(4 * mr)))
         enough = both(enough, any_of([even, long, short_products]))
-    # The two copies share no variable (see `fresh_locals`).
-    serial = fresh_locals((replace(batch, body=tuple(blocked)),))
-    return ir.If(enough, (replace(batch, body=tuple(blocked), kind="parallel"),), serial, batch.span)
+    # Otherwise the batch runs on the calling thread, and the parallel loops
+    # inside it take the team (a nested parallel loop forks only outside one).
+    return replace(batch, body=tuple(blocked), kind="parallel", when=enough)
 
 
 def _tile(machine: Machine, c: Contraction, options: dict, span) -> MicroTile:
@@ -303,9 +303,9 @@ def _k_panels(c: Contraction, t: MicroTile, at: dict, syms: tuple, kc_max: int, 
     span = c.nest.span
     # B's panel is packed by the whole team when the product is large enough
     # (serially it cost ~3% of 512x3584x3584 on two threads).
-    team_pack = [replace(s, kind="parallel") for s in pack_b(c, t, at)]
+    team = compare(">", ir.Var(threads), i64(1))
     k_body = [ir.Assign(kc, minimum(i64(kc_max), sub(ir.Var(k), ir.Var(pc))), span),
-              ir.If(compare(">", ir.Var(threads), i64(1)), tuple(team_pack), tuple(pack_b(c, t, at)), span),
+              *(replace(s, kind="parallel", when=team) for s in pack_b(c, t, at)),
               m_blocks]
     # At least one K panel, so that an empty sum (K = 0) still writes zeros.
     panels = ir.For(pc, i64(0), maximum(ir.Var(k), i64(1)), kc_max, tuple(k_body), f"{c.k.name}.panel", span=span)

@@ -173,6 +173,11 @@ def _check_views(par, ser, rng) -> None:
     ser.bmm(a1, bt, want)
     np.testing.assert_array_equal(got, want)
     x = rng.standard_normal((7, 33), dtype=np.float32)
+    # One row: the outer loop runs on this thread, the inner one on the team.
+    row = rng.standard_normal((1, 5000), dtype=np.float32)
+    got = np.zeros_like(row)
+    par.nested(row, got)
+    np.testing.assert_array_equal(got, row * 2)
     for name, want in (("nested", x * 2), ("inner", x + np.arange(7, dtype=np.float32)[:, None])):
         got = np.zeros_like(x)
         getattr(par, name)(x, got)
@@ -280,8 +285,25 @@ def test_llvm_ir_outlines_the_parallel_loop():
     assert re.search(r"call void @GOMP_parallel\(ptr [a-z ]*@bmm__unit__par0,", text)
     assert "declare extern_weak void @GOMP_parallel(ptr, ptr, i32, i32)" in text
     assert "@omp_get_thread_num" in text and "@omp_get_num_threads" in text
-    # Only the outermost parallel loop of a nest is outlined.
+    # A nested parallel loop is outlined inside the outer one's body, once, and
+    # forks a team only outside one.
     assert "@nested__unit__par0" in text and "@nested__unit__par1" not in text
+    assert re.search(r"define internal [\w ]*@nested__unit__par0__body__par0__body\(", text)
+    assert "declare extern_weak i32 @omp_in_parallel()" in text
+
+
+def test_outlined_bodies_take_no_locals_they_assign_first():
+    """A product's tile accumulators are set inside the loop that uses them:
+    none is passed to an outlined body (a batch of small products passed
+    ~100 vectors a call, which cost more than their work)."""
+    text = str(compile_text("""
+def mm(A: f32[P, M, K], B: f32[P, K, N], C: f32[P, M, N]):
+    C[p, m, n] = sum(A[p, m, k] * B[p, k, n])
+""", "llvm").llvm)
+    bodies = re.findall(r"define internal [\w ]*@(mm__unit__\w*__body)\(([^)]*)\)", text)
+    assert len(bodies) >= 3, [name for name, _ in bodies]
+    for name, params in bodies:
+        assert " x float>" not in params and params.count(",") < 40, (name, params)
 
 
 def test_each_thread_calls_the_outlined_body():
