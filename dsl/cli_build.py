@@ -12,7 +12,10 @@ at once), and the exit status is the worst of them.
 
 from __future__ import annotations
 
+import multiprocessing
+import os
 import time
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
 import click
@@ -94,23 +97,49 @@ def build_many(jobs, emit: str, opts: CompileOptions, isa: str | None, tune, sho
 def build_stdlib(opts: CompileOptions, show_progress: bool) -> int:
     """Compile every standard-library module that exports kernels through the
     disk cache `dsl.ops` loads from (`stdlib_library`), so no later call pays
-    a compile. Prints where the cache is and how long each build took."""
-    from .ops.library import stdlib_library
+    a compile: one module per core at a time, the largest first. Prints where
+    the cache is and how long each build took."""
     from .options import default_cache_dir
 
     names = stdlib_modules()
-    status, lines = 0, []
+    status, seconds = 0, {}
     with Progress("dslc --stdlib", len(names), enabled=None if show_progress else False) as bar:
-        for done, name in enumerate(names):
-            bar.update(done, name)
-            start = time.monotonic()
-            code = _build_reporting(bar, lambda: stdlib_library(name, opts))
-            lines.append(f"  {name:<14} {'failed' if code else f'{time.monotonic() - start:6.2f} s'}")
+        bar.update(0, "")
+        for done, (name, code, text, took) in enumerate(_each_module_built(names, opts), 1):
+            if text is not None:
+                _report(bar, text)
+            seconds[name] = None if code else took
             status = max(status, code)
+            bar.update(done, name)
         bar.update(len(names), "done")
     click.echo(f"dslc: standard library in {default_cache_dir(opts)} (build or cache lookup, per module):", err=True)
-    click.echo("\n".join(lines), err=True)
+    click.echo("\n".join(f"  {name:<14} {'failed' if seconds[name] is None else f'{seconds[name]:6.2f} s'}"
+                         for name in names), err=True)
     return status
+
+
+def _each_module_built(names: list[str], opts: CompileOptions):
+    """(name, exit status, error text or None, seconds) of each module, as
+    their builds finish. Builds run in forked processes, one per core (the
+    compiler holds the GIL throughout); the cache takes each result atomically."""
+    from .ops.library import stdlib_path
+
+    workers = min(len(names), os.cpu_count() or 1)
+    if workers < 2:
+        yield from (_build_module(name, opts) for name in names)
+        return
+    largest_first = sorted(names, key=lambda name: -stdlib_path(name).stat().st_size)
+    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
+        for future in as_completed([pool.submit(_build_module, name, opts) for name in largest_first]):
+            yield future.result()
+
+
+def _build_module(name: str, opts: CompileOptions) -> tuple[str, int, str | None, float]:
+    from .ops.library import stdlib_library
+
+    start = time.monotonic()
+    code, text = _outcome(lambda: stdlib_library(name, opts))
+    return name, code, text, time.monotonic() - start
 
 
 def stdlib_modules() -> list[str]:
@@ -134,20 +163,31 @@ def stdlib_files() -> list[Path]:
 def _build_reporting(bar: Progress, action) -> int:
     """Run `action`; report its failure (above the bar, or plainly) and return
     the exit status it earns."""
+    code, text = _outcome(action)
+    if text is not None:
+        _report(bar, text)
+    return code
+
+
+def _outcome(action) -> tuple[int, str | None]:
+    """Run `action`: (0, None), or the exit status its failure earns and the
+    failure's text."""
     try:
         action()
-        return 0
+        return 0, None
     except CompileError as err:
-        text, code = err.render(), 1
+        return 1, err.render()
     except InternalError as err:
-        text, code = f"dslc: {err}", 3
+        return 3, f"dslc: {err}"
     except OSError as err:
-        text, code = f"dslc: {err}", 1
+        return 1, f"dslc: {err}"
+
+
+def _report(bar: Progress, text: str) -> None:
     if bar.enabled:
         bar.message(text)
     else:
         click.echo(text, err=True)
-    return code
 
 
 def _write_text(output: Path | None, text: str) -> None:

@@ -118,6 +118,24 @@ def test_stdlib_fills_the_cache_dsl_ops_loads_from(small_stdlib, tmp_path):
     np.testing.assert_array_equal(out, 3.0)
 
 
+def test_stdlib_builds_modules_side_by_side(small_stdlib, tmp_path, monkeypatch):
+    """Two modules on two cores: each built once, in worker processes, into
+    the cache that a later process finds them in."""
+    (small_stdlib / "scale.tk").write_text(
+        "from helpers import twice\n\n"
+        "def scale(x: f32[N], out: f32[N]):\n    for i in range(N):\n        out[i] = twice(x[i])\n")
+    monkeypatch.setattr("os.cpu_count", lambda: 2)
+    result = dslc("--stdlib")
+    assert result.exit_code == 0, result.stderr
+    assert [line.split()[0] for line in result.stderr.splitlines()[-2:]] == ["axpy", "scale"]
+    assert not library._loaded  # built by the workers, not here
+    assert len(list((tmp_path / "cache").rglob("*.so"))) == 2
+    x, out = np.ones(3, np.float32), np.zeros(3, np.float32)
+    library.stdlib_library("scale").scale(x, out)
+    np.testing.assert_array_equal(out, 2.0)
+    assert len(list((tmp_path / "cache").rglob("*.so"))) == 2  # found, not built again
+
+
 def test_stdlib_into_a_folder(small_stdlib, tmp_path):
     result = dslc("--stdlib", "--out-dir", tmp_path / "out")
     assert result.exit_code == 0, result.stderr
