@@ -39,6 +39,9 @@ class CompileOptions:
     schedule_picks: tuple[tuple[str, int], ...] = ()
     # Exact-size specialization: (dim name, size) pairs bound at compile time.
     specialize: tuple[tuple[str, int], ...] = ()
+    # Build only these kernels of the file (None: all of them); the standard
+    # library's first use compiles just the kernel it calls.
+    kernels: frozenset[str] | None = None
 
     def with_(self, **changes) -> "CompileOptions":
         """A copy with the given fields changed (the options are frozen).
@@ -59,7 +62,8 @@ class CompileOptions:
     def cache_key_part(self) -> dict:
         """The options that change generated code (printing and caching do not)."""
         return {"O": self.opt_level, "triple": self.triple, "cpu": self.cpu, "features": self.features,
-                "picks": list(self.schedule_picks), "specialize": list(self.specialize)}
+                "picks": list(self.schedule_picks), "specialize": list(self.specialize),
+                "kernels": None if self.kernels is None else sorted(self.kernels)}
 
 
 def warn_once(var: str, value: str, message: str) -> None:

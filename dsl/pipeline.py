@@ -69,6 +69,13 @@ def _typecheck(job: Job) -> None:
     front = job.front
     typed = check_module(front.module, frontend.visible_functions(front), front.scopes,
                          machine=_target(job).machine)
+    wanted = job.options.kernels
+    if wanted is not None:
+        missing = wanted - {k.name for k in typed.kernels}
+        if missing:
+            raise ValueError(f"{job.source.name} has no kernel {', '.join(map(repr, sorted(missing)))} "
+                             f"(it has: {', '.join(k.name for k in typed.kernels)})")
+        typed = replace(typed, kernels=tuple(k for k in typed.kernels if k.name in wanted))
     if job.kernel_options is not None and job.kernel_options != ir.KernelOptions():
         typed = replace(typed, kernels=tuple(replace(k, options=job.kernel_options) for k in typed.kernels))
     job.typed = typed

@@ -41,7 +41,7 @@ from .conv_args import (check_channels, check_groups, check_hyper, check_not_emp
                         check_size, conv_padding, pair)
 from .call_plans import Trace, remember
 from .conv_border import convolve_padded
-from .library import stdlib_library
+from .library import stdlib_module
 from .permutation import permute
 
 __all__ = ["conv2d", "conv_transpose2d"]
@@ -53,7 +53,7 @@ _plans: dict = {}  # (op, arguments, operands' shapes, strides, dtypes) -> a con
 
 def _kernels():
     if not _library:
-        _library.append(stdlib_library("conv"))
+        _library.append(stdlib_module("conv"))
     return _library[0]
 
 

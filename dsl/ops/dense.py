@@ -21,7 +21,7 @@ import numpy as np
 from .arrays import (SUFFIX, as_array, as_view, check_float_dtype, check_out, finish, kernel_view,
                      merge_axes, writable_target)
 from .einsum import contract
-from .library import stdlib_library
+from .library import stdlib_module
 from .matvec_calls import matvec_calls as _matvec_calls, run_matvec as _matvec
 from .permutation import permute
 
@@ -34,9 +34,9 @@ _library: list = []
 
 
 def _kernels():
-    """stdlib/dense.tk's library (looked up once: finding it hashes the sources)."""
+    """stdlib/dense.tk's kernels (looked up once: finding them hashes the sources)."""
     if not _library:
-        _library.append(stdlib_library("dense"))
+        _library.append(stdlib_module("dense"))
     return _library[0]
 
 

@@ -25,7 +25,7 @@ import numpy as np
 
 from .arrays import address, as_array, check_out, empty_aligned, finish, merge_axes, view_as, writable_target
 from .call_plans import record, remember
-from .library import stdlib_library
+from .library import stdlib_module
 from .permute_channels import CHANNELS, channels
 
 _BITS = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
@@ -105,7 +105,7 @@ class _Kernels:
     found once, then an attribute of its own."""
 
     def __init__(self):
-        self._permute, self._channels = stdlib_library("permute"), stdlib_library("channels")
+        self._permute, self._channels = stdlib_module("permute"), stdlib_module("channels")
 
     def __getattr__(self, name: str):
         kernel = getattr(self._permute, name, None) or getattr(self._channels, name)

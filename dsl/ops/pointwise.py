@@ -24,7 +24,7 @@ import numpy as np
 from . import _layout as L
 from .call_plans import NOTHING, record, remember
 from .fusion import fused
-from .library import stdlib_kernel, stdlib_library
+from .library import stdlib_kernel, stdlib_module
 from .norm import layer_norm, log_softmax, rms_norm, softmax
 from .reduce import argmax, max, mean, min, sum
 
@@ -39,7 +39,7 @@ _plans: dict = {}  # (op, shapes of x and y, out is x, out is y) -> (result shap
 
 
 def _lib():
-    return stdlib_library("pointwise")
+    return stdlib_module("pointwise")
 
 
 _kernel = functools.partial(stdlib_kernel, "pointwise")

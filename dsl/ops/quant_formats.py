@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .arrays import as_view
-from .library import stdlib_library
+from .library import stdlib_module
 
 
 @dataclass(frozen=True)
@@ -85,6 +85,6 @@ def aligned(blocks: np.ndarray) -> np.ndarray:
 
 
 def quant_library(name: str):
-    """The compiled `stdlib/<name>.tk` (`stdlib_library`, which finds a loaded
-    library without re-reading the sources: cheaper than a small matvec)."""
-    return stdlib_library(name)
+    """The kernels of `stdlib/<name>.tk` (`stdlib_module`, which finds them
+    without re-reading the sources: cheaper than a small matvec)."""
+    return stdlib_module(name)

@@ -22,7 +22,7 @@ import numpy as np
 from ..library import num_threads
 from . import _layout as L
 from .arrays import column_strips
-from .library import stdlib_kernel, stdlib_library
+from .library import stdlib_kernel, stdlib_module
 from .reduce_layout import empty_like_kept, views
 
 __all__ = ["sum", "mean", "max", "min", "argmax"]
@@ -32,7 +32,7 @@ _PIECES = 64
 
 
 def _lib():
-    return stdlib_library("reduce")
+    return stdlib_module("reduce")
 
 
 _kernel = functools.partial(stdlib_kernel, "reduce")

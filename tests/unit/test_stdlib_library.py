@@ -18,6 +18,7 @@ def stdlib_dir(tmp_path, monkeypatch):
     monkeypatch.setattr(library, "_STDLIB_DIR", tmp_path)
     monkeypatch.setattr(library, "_loaded", {})
     monkeypatch.setattr(library, "_requested", {})
+    monkeypatch.setattr(library, "_modules", {})
     return tmp_path
 
 
@@ -47,3 +48,47 @@ def test_changed_source_is_rebuilt(stdlib_dir):
 def test_unknown_module(stdlib_dir):
     with pytest.raises(ValueError, match="no standard-library module 'nope'"):
         library.stdlib_library("nope")
+
+
+TWO = SAXPY + """
+def scale(alpha: f32, x: f32[N], out: f32[N]):
+    for i in range(N):
+        out[i] = alpha * x[i]
+"""
+
+
+def _cached(folder) -> list:
+    return sorted(folder.rglob("*.so"))
+
+
+def test_module_builds_the_kernel_it_is_asked_for(stdlib_dir, tmp_path, monkeypatch):
+    monkeypatch.setenv("DSL_CACHE_DIR", str(tmp_path / "cache"))
+    (stdlib_dir / "axpy.tk").write_text(TWO)
+    mod = library.stdlib_module("axpy")
+    x = np.arange(5, dtype=np.float32)
+    out = np.empty_like(x)
+    mod.scale(3.0, x, out)
+    np.testing.assert_array_equal(out, 3 * x)
+    built = _cached(tmp_path / "cache")
+    assert len(built) == 1
+    assert list(library.Library(built[0]).specs) == ["scale"]  # only the kernel used
+    assert library.stdlib_module("axpy") is mod and mod.scale is mod.scale
+    with pytest.raises(AttributeError, match=r"no kernel 'axpy' \(it has: saxpy, scale\)"):
+        mod.axpy
+
+
+def test_module_takes_a_built_whole_library(stdlib_dir, tmp_path, monkeypatch):
+    monkeypatch.setenv("DSL_CACHE_DIR", str(tmp_path / "cache"))
+    (stdlib_dir / "axpy.tk").write_text(TWO)
+    library.stdlib_library("axpy")
+    library._loaded.clear()  # a new process, which finds it in the cache
+    library._requested.clear()
+    mod = library.stdlib_module("axpy")
+    x = np.arange(5, dtype=np.float32)
+    out = np.empty_like(x)
+    mod.saxpy(2.0, x, x, out)
+    twice = np.empty_like(x)
+    mod.scale(2.0, out, twice)
+    np.testing.assert_array_equal(twice, 6 * x)
+    assert len(_cached(tmp_path / "cache")) == 1  # nothing built for a kernel alone
+    assert [lib.path for lib in library._loaded.values()] == _cached(tmp_path / "cache")
