@@ -62,6 +62,8 @@ SUFFIX_TO_EMIT = {".so": "so", ".o": "obj", ".s": "asm", ".ll": "llvm"}
 @click.option("--dump-dir", type=click.Path(file_okay=False, path_type=Path),
               help="Write every stage to DIR, one numbered file per stage (00-ast.txt ... 07-obj.o), and "
                    "every schedule pass in between (03-schedule-01-KERNEL-split.txt, ...).")
+@click.option("--kernel", "kernels", multiple=True, metavar="NAME",
+              help="Build only this kernel of the file (repeatable); the others are not compiled.")
 @click.option("--specialize", metavar="DIM=N,...",
               help="Compile for these exact sizes (dims become constants; calls with other sizes fail "
                    "a check), e.g. M=64,N=64,K=64.")
@@ -71,7 +73,7 @@ SUFFIX_TO_EMIT = {".so": "so", ".o": "obj", ".s": "asm", ".ll": "llvm"}
 @click.option("--autotune-budget", type=click.FloatRange(min=0.1), default=120.0, show_default=True,
               metavar="SECONDS", help="Time limit of the autotuning search, per kernel.")
 def main(files, output, header, out_dir, stdlib, no_progress, emit, triple, cpu, features, isa, opt_level,
-         include, print_after, print_after_all, remarks, dump_dir, specialize, autotune, autotune_budget):
+         include, print_after, print_after_all, remarks, dump_dir, kernels, specialize, autotune, autotune_budget):
     """Compile kernel files (.tk) to shared libraries, objects, assembly or IR.
 
     \b
@@ -108,7 +110,8 @@ def main(files, output, header, out_dir, stdlib, no_progress, emit, triple, cpu,
     opts = from_env(CompileOptions(opt_level=opt_level, triple=triple, cpu=cpu, features=features,
                                    print_after=frozenset(names), remarks=remarks, dump_dir=dump_dir,
                                    include_paths=tuple(include)))
-    opts = opts.with_(specialize=tuple(sorted(parse_sizes(specialize, "--specialize").items())))
+    opts = opts.with_(specialize=tuple(sorted(parse_sizes(specialize, "--specialize").items())),
+                      kernels=frozenset(kernels) if kernels else None)
     tune_sizes = parse_sizes(autotune, "--autotune")
 
     def tune(file: Path, file_opts: CompileOptions) -> CompileOptions:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable
 
-from dsl.grammar.diagnostics import CompileError, Source
+from dsl.grammar.diagnostics import CompileError, Diagnostic, Source
 from dsl.grammar.printer import format_ast
 from dsl.lowering import guard, ir
 from dsl.lowering.loops import lower_program
@@ -73,8 +73,9 @@ def _typecheck(job: Job) -> None:
     if wanted is not None:
         missing = wanted - {k.name for k in typed.kernels}
         if missing:
-            raise ValueError(f"{job.source.name} has no kernel {', '.join(map(repr, sorted(missing)))} "
-                             f"(it has: {', '.join(k.name for k in typed.kernels)})")
+            raise CompileError(Diagnostic(None, f"{job.source.name} has no kernel "
+                                                f"{', '.join(map(repr, sorted(missing)))}",
+                                          notes=(f"its kernels: {', '.join(k.name for k in typed.kernels)}",)))
         typed = replace(typed, kernels=tuple(k for k in typed.kernels if k.name in wanted))
     if job.kernel_options is not None and job.kernel_options != ir.KernelOptions():
         typed = replace(typed, kernels=tuple(replace(k, options=job.kernel_options) for k in typed.kernels))

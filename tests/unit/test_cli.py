@@ -46,10 +46,44 @@ def test_help_documents_every_option():
     assert result.exit_code == 0
     for option in ("--emit", "--target", "-O", "--cpu", "--features", "-H", "--header", "-o",
                    "--print-after", "--print-after-all", "--remarks", "--dump-dir", "--out-dir", "--stdlib",
-                   "--no-progress"):
+                   "--no-progress", "--kernel"):
         assert option in result.stdout, option
     for stage in ("ast", "typed", "loops", "llvm", "asm", "obj", "so"):
         assert stage in result.stdout, stage
+
+
+# ------------------------------------------------------------------ --kernel
+
+TWO_KERNELS = """\
+def saxpy(alpha: f32, x: f32[N], y: f32[N], out: f32[N]):
+    for i in range(N):
+        out[i] = alpha * x[i] + y[i]
+
+def scale(alpha: f32, x: f32[N], out: f32[N]):
+    for i in range(N):
+        out[i] = alpha * x[i]
+"""
+
+
+def test_kernel_builds_only_the_named_kernel(tmp_path):
+    source = tmp_path / "two.tk"
+    source.write_text(TWO_KERNELS)
+    result = dslc(source, "--kernel", "scale", "-o", tmp_path / "two.so", "-H", tmp_path / "two.h")
+    assert result.exit_code == 0, result.stderr
+    header = (tmp_path / "two.h").read_text()
+    assert "int32_t scale(" in header and "saxpy" not in header
+    lib = ctypes.CDLL(str(tmp_path / "two.so"))
+    assert hasattr(lib, "scale") and not hasattr(lib, "saxpy")
+
+
+def test_kernel_that_the_file_lacks_is_an_error(tmp_path):
+    source = tmp_path / "two.tk"
+    source.write_text(TWO_KERNELS)
+    result = dslc(source, "--kernel", "nope", "-o", tmp_path / "two.so")
+    assert result.exit_code == 1
+    assert f"error: {source} has no kernel 'nope'" in result.stderr
+    assert "note: its kernels: saxpy, scale" in result.stderr
+    assert not (tmp_path / "two.so").exists()
 
 
 # ------------------------------------------------------------------ --emit
