@@ -96,7 +96,7 @@ class StdlibModule:
     an attribute: later lookups are Python's ordinary ones."""
 
     def __init__(self, name: str, options: options_mod.CompileOptions | None):
-        self._name, self._options = name, options
+        self._name = name
         self._opts = options_mod.from_env(options)
         self._key = _key(name, self._opts)
         self._names: frozenset[str] | None = None

@@ -200,7 +200,8 @@ def _batch_parallel(batch: ir.For, blocked: list[ir.Stmt], m: ir.Expr, mr: int) 
     if trips is None:
         return replace(batch, body=tuple(blocked))
     threads = ir.Threads(batch.span)
-    enough = both(compare(">", threads, i64(1)), compare(">=", trips, threads))
+    # (The loop itself checks for more than one thread and iteration.)
+    enough = compare(">=", trips, threads)
     if batch.var not in uses(m):
         even = compare("==", mul(floordiv(trips, threads), threads), trips)
         long = compare(">=", trips, mul(threads, i64(4)))
