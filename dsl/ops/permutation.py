@@ -14,7 +14,9 @@ tiles that overlap those. Planes narrower than a tile go to `permute2/3_*`
 (32 x 32 tiles, element by element).
 When the two share their contiguous axis, rows are copied whole instead (64
 x 512 x 512, axes (1, 0, 2): 32 x 32 tiles read 32 rows 4 MiB apart), in the
-input's order, their stores streamed past the caches for large outputs.
+input's order, their stores streamed past the caches for large outputs; a
+few long rows (a plain copy) go in 64 KiB pieces, so that all threads share
+them.
 For contiguous arrays these choices depend only on the layout, so the kernel
 calls they make are recorded once per layout and replayed (call_plans.py).
 """
@@ -41,6 +43,7 @@ _LINE = 64  # bytes: where the tiles' streamed rows must start
 _SHIFT_MIN_COLS = 256  # shorter rows start their tiles at column 0, aligned or not
 _SHIFT_MIN_INPUT = 1024  # the same for the input's columns (its strips cost more: see _aligned_start)
 _ENOUGH_PLANES = 16  # planes enough to share among the threads evenly
+_CHUNK = 1 << 16  # bytes: the pieces of a long contiguous row the threads share
 
 
 def permute(x, axes, out=None) -> np.ndarray:
@@ -151,6 +154,10 @@ def _copy(src: np.ndarray, dst: np.ndarray, lib) -> None:
 def _planes(lib, unsigned, src: np.ndarray, dst: np.ndarray) -> None:
     t = f"u{np.dtype(unsigned).itemsize * 8}"
     if src.strides[-1] == dst.strides[-1] == src.itemsize and src.ndim <= 3:  # rows contiguous on both sides
+        if src.ndim == 2 and src.shape[0] < _ENOUGH_PLANES and src.shape[1] * src.itemsize >= 2 * _CHUNK:
+            for row in range(src.shape[0]):  # few long rows (a plain copy): pieces of them on the threads
+                _row_in_pieces(lib, t, src[row], dst[row])
+            return
         if src.ndim == 2:  # each row a plane of its own: rows3 shares its planes among the threads
             src, dst = src[:, None], dst[:, None]
         elif _rows_in_input_order(src):
@@ -176,6 +183,19 @@ def _planes(lib, unsigned, src: np.ndarray, dst: np.ndarray) -> None:
     else:
         for i in range(src.shape[0]):
             _planes(lib, unsigned, src[i], dst[i])
+
+
+def _row_in_pieces(lib, t: str, src: np.ndarray, dst: np.ndarray) -> None:
+    """dst = src, one contiguous row, as planes of `_CHUNK` bytes that rows3
+    shares among the threads, then the rest (a row is one plane: 64 x 512 x
+    512 f32, axes (0, 1, 2), 2 threads, ran on one)."""
+    size = _CHUNK // src.itemsize
+    whole = src.shape[0] - src.shape[0] % size
+    pieces = [(src[:whole].reshape(-1, 1, size), dst[:whole].reshape(-1, 1, size))]
+    if whole < src.shape[0]:
+        pieces.append((src[None, None, whole:], dst[None, None, whole:]))
+    for a, b in pieces:
+        getattr(lib, f"rows3_{t}")(a, b)
 
 
 def _rows_in_input_order(src: np.ndarray) -> bool:

@@ -118,6 +118,26 @@ def test_threads_and_large():
     dsl.set_num_threads(0)
 
 
+def test_long_rows_in_pieces():
+    """A copy whose layout merges into a few long rows goes in pieces of
+    64 KiB that the threads share, the rest of each row after them: every
+    element once, nothing past `out`."""
+    from dsl.ops.arrays import empty_aligned
+
+    for threads in (1, 2):
+        dsl.set_num_threads(threads)
+        for shape, dtype in (((3, 40000), np.float32), ((2, 16384), np.float64), ((70001,), np.uint8)):
+            x = rand(shape, dtype, seed=threads)
+            room = empty_aligned((x.size + 8,), dtype)
+            room[:] = 7
+            out = room[:x.size].reshape(shape)
+            dsl.ops.permute(x, tuple(range(x.ndim)), out=out)
+            assert np.array_equal(out, x) and (room[x.size:] == 7).all(), (shape, threads)
+            sliced = x[..., 1:-1]  # rows apart: one call per row
+            assert np.array_equal(dsl.ops.permute(sliced, tuple(range(x.ndim))), sliced)
+    dsl.set_num_threads(0)
+
+
 def test_out_overlapping_input():
     x = rand((8, 8), np.float32)
     want = x.T.copy()
