@@ -43,7 +43,8 @@ loop's order. An epilogue `C = f(sum)` applies on each tile's last visit. A
 sum added to C (`+=`) starts from C, as BLAS's beta = 1 does: that reorders
 the additions, so it needs `@options(reassociate=True)`.
 Batch loops around the nest: the outermost that indexes C runs whole
-matmuls per thread when it has enough iterations.
+matmuls per thread when it has enough iterations, and the packed tiles of
+each small product ask for the next one's lines (`contract_ahead`).
 """
 
 from __future__ import annotations
@@ -55,6 +56,7 @@ from ..arith import add, both, compare, floordiv, i64, maximum, minimum, mul, ro
 from ..machine import Machine, MicroTile, micro_tile, packed_tile
 from ..rewrite import walk_stmts
 from ..types import I64
+from .contract_ahead import Ahead
 from .contract_match import Contraction, match_nest, uses
 from .contract_sink import SUNK_REMARK, sink, sink_reduction_loops
 from .contract_direct import (SMALL_WORK, all_of, any_of, at_most, half_tile, narrower_tiles, small_product,
@@ -139,8 +141,9 @@ def _rewrite(kernel: ir.Kernel, found: list[Contraction], machine: Machine, opti
         # registers (1 thread of Zen 4: 64^3 18.6 -> 8.2 us, 128^3 136 -> 44;
         # the plain layout: 6.6 and 40).
         direct = not options and not k_innermost(c)
-        blocked = _blocked(c, packed, blocking, code, a_stride, direct=tile if direct else None, narrow=narrow)
         batch = _batch_loop(body, c)
+        blocked = _blocked(c, packed, blocking, code, a_stride, direct=tile if direct else None, narrow=narrow,
+                           ahead=batch)
         where = "run in parallel"
         outer = next((s for s in walk_stmts(body) if isinstance(s, ir.For) and s.kind == "parallel"
                       and any(x is c.nest for x in walk_stmts(s.body))), None)
@@ -232,10 +235,12 @@ def _blocking(c: Contraction, t: MicroTile, options: dict) -> tuple[int, int, in
 
 
 def _blocked(c: Contraction, t: MicroTile, blocking: tuple[int, int, int], code: int, a_stride: int | None,
-             direct: MicroTile | None, narrow: MicroTile | None = None) -> list[ir.Stmt]:
+             direct: MicroTile | None, narrow: MicroTile | None = None, ahead: ir.For | None = None) -> list[ir.Stmt]:
     """The packed nest on tiles `t`; with a `direct` tile, small products
     take the unpacked path on it instead. `a_stride`: A's block is packed row
-    by row at this stride (else in strips of mr rows)."""
+    by row at this stride (else in strips of mr rows). `ahead`: the batch
+    loop: the tiles ask for the next product's lines while they compute
+    (`contract_ahead`)."""
     mc_max, kc_max, nc_max = blocking
     span, dtype = c.nest.span, c.dtype
 
@@ -265,13 +270,16 @@ def _blocked(c: Contraction, t: MicroTile, blocking: tuple[int, int, int], code:
     js, strip = ir.Sym("js", I64, "loop"), ir.Sym("is", I64, "loop")
     block = ir.Sym("block", I64, "loop")
     at = {"jc": ir.Var(jc_loop_var), "pc": ir.Var(pc_loop_var), "kc": ir.Var(kc), "nc": ir.Var(nc),
-          "ic": ir.Var(ic), "mcur": ir.Var(mcur), "Ap": a_buf, "Bp": b_buf, "N": ir.Var(N),
+          "ic": ir.Var(ic), "mcur": ir.Var(mcur), "Ap": a_buf, "Bp": b_buf,
+          "M": ir.Var(M), "N": ir.Var(N), "K": ir.Var(K), "js": ir.Var(js),
           "m0": add(ir.Var(ic), ir.Var(strip)), "n0": add(ir.Var(jc_loop_var), ir.Var(js)),
           "rows": minimum(i64(t.mr), sub(ir.Var(mcur), ir.Var(strip))),
           "cols": minimum(i64(t.nr), sub(ir.Var(nc), ir.Var(js))),
           "a0": mul(add(ir.Var(ic), ir.Var(strip)), i64(a_stride) if a_stride else ir.Var(kc)),
           "a_row_stride": a_stride, "b0": mul(ir.Var(js), ir.Var(kc)),
           "br": batch_reduce_vars(c)}
+    if ahead is not None:
+        at["ahead"] = Ahead(c, t, at, ahead, ir.Var(strips), ir.Var(strip))
     first = [compare("==", ir.Var(pc_loop_var), i64(0)), *(compare("==", at["br"][r.var], i64(0)) for r in c.br)]
     last = [compare(">=", add(ir.Var(pc_loop_var), ir.Var(kc)), ir.Var(K)),
             *(compare(">=", at["br"][r.var], sub(r.stop, i64(1))) for r in c.br)]

@@ -26,6 +26,7 @@ from .. import ir
 from ..arith import add, compare, i64, mul, sub
 from ..machine import MicroTile
 from ..types import BOOL, I64
+from .contract_ahead import Ahead, k_loop_asking
 from .contract_match import Contraction
 from ..ir import fresh
 from ..rewrite import map_expr, walk_expr
@@ -146,7 +147,7 @@ def tile_body(c: Contraction, t: MicroTile, at: dict, kc: ir.Expr, first_panel: 
     elif c.epilogue is not None:
         finished = each(store_epilogue)
         store = finished if last_panel is None else [ir.If(last_panel, tuple(finished), tuple(store))]
-    k_loop = [_k_loop(c, t, operands, kc, acc)]
+    k_loop = [_k_loop(c, t, operands, kc, acc, at.get("ahead"))]
     if at.get("br_loops"):
         k_loop = _around(k_loop, c.br, at["br"])
     return [init, *_prefetch_next(c, t, at), *k_loop, *store]
@@ -212,7 +213,7 @@ def _prefetch_next(c: Contraction, t: MicroTile, at: dict) -> list[ir.Stmt]:
     return out
 
 
-def _k_loop(c: Contraction, t: MicroTile, operands, kc: ir.Expr, acc) -> ir.For:
+def _k_loop(c: Contraction, t: MicroTile, operands, kc: ir.Expr, acc, ahead: Ahead | None = None) -> ir.For:
     dtype = c.dtype
     p = ir.Sym("p", I64, "loop")
     b = [ir.Sym(f"b{v}", dtype, "local", lanes=t.lanes) for v in range(t.vectors)]
@@ -221,7 +222,9 @@ def _k_loop(c: Contraction, t: MicroTile, operands, kc: ir.Expr, acc) -> ir.For:
         a = ir.Broadcast(operands.a(ir.Var(p), r), t.lanes)
         for v in range(t.vectors):
             body.append(ir.Assign(acc[r][v], _multiply_add(t, a, ir.Var(b[v]), ir.Var(acc[r][v]), dtype)))
-    return ir.For(p, i64(0), kc, 1, tuple(body), f"{c.k.name}.micro", span=c.k.span)
+    if ahead is None:
+        return ir.For(p, i64(0), kc, 1, tuple(body), f"{c.k.name}.micro", span=c.k.span)
+    return k_loop_asking(c, t, p, tuple(body), kc, ahead)
 
 
 def _multiply_add(t: MicroTile, a: ir.Expr, b: ir.Expr, acc: ir.Expr, dtype) -> ir.Expr:

@@ -149,6 +149,54 @@ def test_padding_never_leaks_into_c(lib):
     assert np.all(big == 7.0)
 
 
+def test_tiles_ask_for_the_next_product():
+    """A batch of products: each packed tile's k loop asks, every few steps,
+    for lines of the next product (its place in C, shares of A and B when
+    they change with the batch), when there is a next one; a product without
+    a batch loop asks for nothing, one whose B is the same for the whole
+    batch asks for none of B."""
+    text = {k.name: format_kernel(k) for k in _batch_kernels()}
+    bmm = text["bmm"]
+    assert "name=k.ahead" in bmm and "if b + 1 < Bt and " in bmm
+    for wanted in ("prefetch_write C[b + 1, ", "prefetch B[b + 1, pc + ", "prefetch A[b + 1, "):
+        assert wanted in bmm and wanted in text["bmm_blocks"], wanted
+    shared = text["bmm_shared_b"]
+    assert "prefetch_write C[b + 1, " in shared and "prefetch A[b + 1, " in shared and "prefetch B[" not in shared
+    assert "ahead" not in text["mm_auto"] and "prefetch_write" not in text["mm_auto"]
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.integers(1, 3), st.integers(0, 9), st.integers(0, 11), st.integers(0, 19))
+def test_interpreter_agrees_on_batches(batch, m, k, n):
+    """A batch under small blocks (kc = 7: k loops in chunks of 4, the last
+    one short), run by the reference interpreter."""
+    kernel = next(x for x in _batch_kernels() if x.name == "bmm_blocks")
+    rng = np.random.default_rng(batch + m + k + n)
+    a = rng.standard_normal((batch, m, k)).astype(np.float32)
+    b = rng.standard_normal((batch, k, n)).astype(np.float32)
+    c = np.full((batch, m, n), np.nan, np.float32)
+    run_kernel(kernel, {"A": a, "B": b, "C": c})
+    for i in range(batch):
+        close(c[i], a[i], b[i])
+
+
+BATCHES = """
+def bmm_shared_b(A: f32[Bt, M, K], B: f32[K, N], C: f32[Bt, M, N]):
+    C[b, m, n] = sum(A[b, m, k] * B[k, n])
+
+@schedule(contract(m, mc=6, kc=7, nc=16))
+def bmm_blocks(A: f32[Bt, M, K], B: f32[Bt, K, N], C: f32[Bt, M, N]):
+    C[b, m, n] = sum(A[b, m, k] * B[b, k, n])
+"""
+_batch_ir: list = []
+
+
+def _batch_kernels():
+    if not _batch_ir:
+        _batch_ir.extend(compile_to(KERNELS + BATCHES, "guard").program.kernels)
+    return _batch_ir
+
+
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.integers(0, 40), st.integers(0, 40), st.integers(0, 70))
 def test_random_sizes(lib, m, k, n):
