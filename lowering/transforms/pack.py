@@ -52,7 +52,8 @@ def pack_b(c: Contraction, t: MicroTile, at: dict) -> list[ir.Stmt]:
     last = uses(c.b.indices[-1]) if c.b.indices else set()
     if c.n.var in last and c.k.var not in last:
         edge = _copy_and_pad(j, ir.Var(width), t.nr, copy, pad, "pack.B", "n", span)
-        strips = ir.For(js, i64(0), at["nc"], t.nr, (set_width, ir.If(is_whole, whole, edge, span)),
+        ahead = tuple(_row_ahead(c, t, at, k_at, add(at["jc"], ir.Var(js))))
+        strips = ir.For(js, i64(0), at["nc"], t.nr, (*ahead, set_width, ir.If(is_whole, whole, edge, span)),
                         "pack.B.strip", span=span)
         return [ir.For(p, i64(0), at["kc"], 1, (strips,), "pack.B", span=span)]
     edge = _copy_then_pad(p, j, ir.Var(width), t.nr, copy, pad, at["kc"], "pack.B", "n", span)
@@ -60,6 +61,26 @@ def pack_b(c: Contraction, t: MicroTile, at: dict) -> list[ir.Stmt]:
         [ir.For(p, i64(0), at["kc"], 1, whole, "pack.B.k", span=span)]
     return [ir.For(js, i64(0), at["nc"], t.nr, (set_width, ir.If(is_whole, tuple(rows), (edge,), span)),
                    "pack.B", span=span)]
+
+
+PACK_AHEAD_ROWS = 8  # rows of B asked for (into L2) before the pack reaches them
+
+
+def _row_ahead(c: Contraction, t: MicroTile, at: dict, k_at: ir.Expr, n_at: ir.Expr) -> list[ir.Stmt]:
+    """Prefetches of the lines of the strip at column n_at, PACK_AHEAD_ROWS
+    rows below the row being packed: each row of a wide B is a page or more
+    away from the last, where the hardware's prefetcher starts over (1
+    thread of Zen 4, 512 x 3584 x 3584: 100.4-101.0 -> 101.7-102.7 GFLOP/s,
+    numpy 102.9-103.9). Past the panel's last row they ask for lines that
+    the next panel packs, or for none (a prefetch never faults)."""
+    size = c.dtype.bits // 8
+    step = max(1, 64 // size)
+    out = []
+    for first in range(0, t.nr, step):
+        where = {**at.get("br", {}), c.k.var: add(k_at, i64(PACK_AHEAD_ROWS)), c.n.var: add(n_at, i64(first))}
+        indices = tuple(substitute_expr(x, where) for x in c.b.indices)
+        out.append(ir.Prefetch(c.b.tensor, indices, level=2, span=c.b.span))
+    return out
 
 
 def k_innermost(c: Contraction) -> bool:
