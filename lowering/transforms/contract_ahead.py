@@ -24,7 +24,7 @@ from ..machine import MicroTile
 from ..types import I64
 from .contract_match import Contraction, uses
 from .nest import substitute_expr
-from .pack import k_innermost
+from .pack import k_innermost, line_elements
 
 AHEAD_EVERY = 4  # steps of k between two asks
 # Products at most this large (A, B and C of one) ask: a larger one's lines
@@ -32,7 +32,6 @@ AHEAD_EVERY = 4  # steps of k between two asks
 # 64) ran 2-8% slower asking, (4, 512, 512) 1.5-4%; (16, 256, 256), 768 KiB,
 # 6% faster).
 AHEAD_BYTES = 1 << 20
-LINE = 64  # bytes
 
 
 class Ahead:
@@ -42,8 +41,8 @@ class Ahead:
     tile's strip (its first row in the block)."""
 
     def __init__(self, c: Contraction, t: MicroTile, at: dict, loop: ir.For, strips: ir.Expr, strip: ir.Expr):
-        self.c, self.at = c, at
-        self.line = max(1, LINE // (c.dtype.bits // 8))  # elements of a line
+        self.c, self.at, self.mr = c, at, t.mr
+        self.line = line_elements(c)
         nxt = add(ir.Var(loop.var), i64(loop.step))
         self.next = {loop.var: nxt, **at["br"]}
         M, N, K = at["M"], at["N"], at["K"]
@@ -65,7 +64,7 @@ class Ahead:
             n_strips = floordiv(add(at["nc"], i64(t.nr - 1)), i64(t.nr))
             share = floordiv(add(total, sub(n_strips, i64(1))), n_strips)
             first = mul(floordiv(at["js"], i64(t.nr)), share)
-            self.a_lines = (first, minimum(share, sub(total, first)), k_lines)
+            self.a_lines = (first, minimum(share, sub(total, first)))
 
     def asks(self, t: MicroTile, slot: ir.Expr) -> list[ir.Stmt]:
         """The prefetches of ask number `slot` of a tile `t` (a variant's own
@@ -81,10 +80,10 @@ class Ahead:
             out.append(self._ask(c.b, {c.k.var: add(first, row), c.n.var: column},
                                  compare("<", slot, mul(rows, i64(lines)))))
         if self.a_lines is not None:
-            first, count, k_lines = self.a_lines
-            index = add(first, slot)
-            where = {c.m.var: add(at["m0"], floordiv(index, k_lines)),
-                     c.k.var: add(at["pc"], mul(ir.Binary("%", index, k_lines, I64), i64(self.line)))}
+            first, count = self.a_lines
+            index = add(first, slot)  # row index % mr of line index // mr: no division by a variable
+            where = {c.m.var: add(at["m0"], ir.Binary("%", index, i64(self.mr), I64)),
+                     c.k.var: add(at["pc"], mul(floordiv(index, i64(self.mr)), i64(self.line)))}
             out.append(self._ask(c.a, where, compare("<", slot, count)))
         return out
 

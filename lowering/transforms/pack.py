@@ -66,6 +66,11 @@ def pack_b(c: Contraction, t: MicroTile, at: dict) -> list[ir.Stmt]:
 PACK_AHEAD_ROWS = 8  # rows of B asked for (into L2) before the pack reaches them
 
 
+def line_elements(c: Contraction) -> int:
+    """How many of the sum's elements fill a 64-byte cache line."""
+    return max(1, 64 // (c.dtype.bits // 8))
+
+
 def _row_ahead(c: Contraction, t: MicroTile, at: dict, k_at: ir.Expr, n_at: ir.Expr) -> list[ir.Stmt]:
     """Prefetches of the lines of the strip at column n_at, PACK_AHEAD_ROWS
     rows below the row being packed: each row of a wide B is a page or more
@@ -73,10 +78,8 @@ def _row_ahead(c: Contraction, t: MicroTile, at: dict, k_at: ir.Expr, n_at: ir.E
     thread of Zen 4, 512 x 3584 x 3584: 100.4-101.0 -> 101.7-102.7 GFLOP/s,
     numpy 102.9-103.9). Past the panel's last row they ask for lines that
     the next panel packs, or for none (a prefetch never faults)."""
-    size = c.dtype.bits // 8
-    step = max(1, 64 // size)
     out = []
-    for first in range(0, t.nr, step):
+    for first in range(0, t.nr, line_elements(c)):
         where = {**at.get("br", {}), c.k.var: add(k_at, i64(PACK_AHEAD_ROWS)), c.n.var: add(n_at, i64(first))}
         indices = tuple(substitute_expr(x, where) for x in c.b.indices)
         out.append(ir.Prefetch(c.b.tensor, indices, level=2, span=c.b.span))
