@@ -270,6 +270,13 @@ def _matmul(lib, t: str, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> None:
             name = f"matmul_{'t' if ta else 'n'}{'t' if tb else 'n'}_f32"
             getattr(lib, name)(a.swapaxes(1, 2) if ta else a, b.swapaxes(1, 2) if tb else b, c)
             return
+    if t == "f32" and a.shape[0] > 1 and 0 in (a.strides[0], b.strides[0]):
+        # One matrix for the whole batch: packed once per thread's run of products.
+        if a.strides[0] == 0:
+            lib.matmul_shared_a_f32(a[0], b, c)
+        else:
+            lib.matmul_shared_b_f32(a, b[0], c)
+        return
     (lib.matmul_batch_f32 if t == "f32" else lib.matmul_batch_f64)(a, b, c)
 
 

@@ -44,7 +44,9 @@ sum added to C (`+=`) starts from C, as BLAS's beta = 1 does: that reorders
 the additions, so it needs `@options(reassociate=True)`.
 Batch loops around the nest: the outermost that indexes C runs whole
 matmuls per thread when it has enough iterations, and the packed tiles of
-each small product ask for the next one's lines (`contract_ahead`).
+each small product ask for the next one's lines (`contract_ahead`). An
+operand that the batch leaves unchanged is packed once per thread's run of
+products (`contract_batch`).
 """
 
 from __future__ import annotations
@@ -52,12 +54,13 @@ from __future__ import annotations
 from dataclasses import replace
 
 from .. import ir
-from ..arith import add, both, compare, floordiv, i64, maximum, minimum, mul, roundup, sub
+from ..arith import add, compare, floordiv, i64, maximum, minimum, mul, roundup, sub
 from ..machine import Machine, MicroTile, micro_tile, packed_tile
 from ..rewrite import walk_stmts
 from ..types import I64
 from .contract_ahead import Ahead
-from .contract_match import Contraction, match_nest, uses
+from .contract_batch import Reuse, batch_loop, batch_parallel, reuse_for, runs_of_products
+from .contract_match import Contraction, match_nest
 from .contract_sink import SUNK_REMARK, sink, sink_reduction_loops
 from .contract_direct import (SMALL_WORK, all_of, any_of, at_most, half_tile, narrower_tiles, small_product,
                               unpacked)
@@ -141,9 +144,10 @@ def _rewrite(kernel: ir.Kernel, found: list[Contraction], machine: Machine, opti
         # registers (1 thread of Zen 4: 64^3 18.6 -> 8.2 us, 128^3 136 -> 44;
         # the plain layout: 6.6 and 40).
         direct = not options and not k_innermost(c)
-        batch = _batch_loop(body, c)
+        batch = batch_loop(body, c)
+        reuse = reuse_for(batch, c)
         blocked = _blocked(c, packed, blocking, code, a_stride, direct=tile if direct else None, narrow=narrow,
-                           ahead=batch)
+                           ahead=reuse.loop if reuse else batch, reuse=reuse)
         where = "run in parallel"
         outer = next((s for s in walk_stmts(body) if isinstance(s, ir.For) and s.kind == "parallel"
                       and any(x is c.nest for x in walk_stmts(s.body))), None)
@@ -151,8 +155,14 @@ def _rewrite(kernel: ir.Kernel, found: list[Contraction], machine: Machine, opti
             where = f"one after another (the enclosing loop '{outer.name}' is the parallel one)"
         if batch is not None:
             where += f", or the '{batch.name}' loop when it has at least as many iterations as threads"
-            inside = replace_loop(batch.body, c.nest, blocked)
-            body = replace_loop(body, batch, [_batch_parallel(batch, inside, c.m.stop, tile.mr)])
+            if reuse is not None:
+                same = " and ".join(x for x, fixed in (("A", reuse.a), ("B", reuse.b)) if fixed)
+                where += (f"; {same}, the same for every '{batch.name}', packed once per "
+                          "thread's run of them when one panel holds it")
+                body = replace_loop(body, batch, [runs_of_products(batch, reuse, blocked, c.m.stop, tile.mr)])
+            else:
+                inside = replace_loop(batch.body, c.nest, blocked)
+                body = replace_loop(body, batch, [batch_parallel(batch, inside, c.m.stop, tile.mr)])
         else:
             body = replace_loop(body, c.nest, blocked)
         if c.br:
@@ -175,46 +185,6 @@ def _unpacked_remark(tile: MicroTile, packed: MicroTile, direct: bool) -> str:
     return f" ({tile.mr}x{tile.nr} for small products, read in place)"
 
 
-def _batch_loop(body, c: Contraction) -> ir.For | None:
-    """The outermost of the plain loops around `c.nest` (each with only the next
-    as its body: a batch of matmuls) that indexes C, so that its iterations
-    write different elements of C; None when there is none."""
-    chain: list[ir.For] = []
-    inner: ir.Stmt = c.nest
-    while True:
-        parent = next((s for s in walk_stmts(body) if isinstance(s, ir.For) and len(s.body) == 1
-                       and s.body[0] is inner and s.kind == "serial"), None)
-        if parent is None:
-            break
-        chain.append(parent)
-        inner = parent
-    writes = uses(c.store.indices)
-    return next((loop for loop in reversed(chain) if loop.var in writes), None)
-
-
-def _batch_parallel(batch: ir.For, blocked: list[ir.Stmt], m: ir.Expr, mr: int) -> ir.Stmt:
-    """Whole matmuls per thread when the batch has enough of them (measured: a
-    batch of 8 64^3 products on two threads, 119 GFLOP/s against 84 with the
-    M blocks of each product split), else the M blocks of each in parallel.
-    A batch that the threads do not divide, shorter than four per thread,
-    splits products that have four strips per thread: three images of a
-    ResNet layer on two threads, 214 GFLOP/s against 167 image by image."""
-    trips = sub(batch.stop, batch.start) if batch.step == 1 else None
-    if trips is None:
-        return replace(batch, body=tuple(blocked))
-    threads = ir.Threads(batch.span)
-    # (The loop itself checks for more than one thread and iteration.)
-    enough = compare(">=", trips, threads)
-    if batch.var not in uses(m):
-        even = compare("==", mul(floordiv(trips, threads), threads), trips)
-        long = compare(">=", trips, mul(threads, i64(4)))
-        short_products = compare("<", m, mul(threads, i64(4 * mr)))
-        enough = both(enough, any_of([even, long, short_products]))
-    # Otherwise the batch runs on the calling thread, and the parallel loops
-    # inside it take the team (a nested parallel loop forks only outside one).
-    return replace(batch, body=tuple(blocked), kind="parallel", when=enough)
-
-
 def _tile(machine: Machine, c: Contraction, options: dict, span) -> MicroTile:
     tile = micro_tile(machine, c.dtype)
     mr, nr = options.get("mr", tile.mr), options.get("nr", tile.nr)
@@ -235,12 +205,16 @@ def _blocking(c: Contraction, t: MicroTile, options: dict) -> tuple[int, int, in
 
 
 def _blocked(c: Contraction, t: MicroTile, blocking: tuple[int, int, int], code: int, a_stride: int | None,
-             direct: MicroTile | None, narrow: MicroTile | None = None, ahead: ir.For | None = None) -> list[ir.Stmt]:
+             direct: MicroTile | None, narrow: MicroTile | None = None, ahead: ir.For | None = None,
+             reuse: Reuse | None = None) -> list[ir.Stmt]:
     """The packed nest on tiles `t`; with a `direct` tile, small products
     take the unpacked path on it instead. `a_stride`: A's block is packed row
     by row at this stride (else in strips of mr rows). `ahead`: the batch
     loop: the tiles ask for the next product's lines while they compute
-    (`contract_ahead`)."""
+    (`contract_ahead`). `reuse`: the nest runs inside a run's own batch loop
+    (`contract_batch`), its buffers allocated before it and the operand the
+    batch leaves unchanged packed on the run's first product when one panel
+    holds it."""
     mc_max, kc_max, nc_max = blocking
     span, dtype = c.nest.span, c.dtype
 
@@ -289,33 +263,43 @@ def _blocked(c: Contraction, t: MicroTile, blocking: tuple[int, int, int], code:
     def first_row(b: ir.Expr) -> ir.Expr:  # of block b: the blocks share the strips out evenly
         return mul(floordiv(mul(b, ir.Var(strips)), ir.Var(blocks)), i64(t.mr))
 
+    pack = pack_a_rows(c, t, at, a_stride) if a_stride else pack_a(c, t, at)
+    one_panel = [] if reuse is None else [reuse.first(), compare(">", ir.Var(K), i64(kc_max))]
+    if reuse is not None and reuse.a:
+        pack = [ir.If(any_of(one_panel), tuple(pack), (), span)]
     block_body = [ir.Assign(ic, first_row(ir.Var(block)), span),
                   ir.Assign(mcur, sub(minimum(first_row(add(ir.Var(block), i64(1))), ir.Var(M)), ir.Var(ic)), span),
-                  *(pack_a_rows(c, t, at, a_stride) if a_stride else pack_a(c, t, at)), n_strips]
+                  *pack, n_strips]
     m_blocks = ir.For(block, i64(0), ir.Var(blocks), 1, tuple(block_body), f"{c.m.name}.block", "parallel", span)
-    k_panels = _k_panels(c, t, at, (kc, K, threads, pc_loop_var), kc_max, m_blocks)
+    pack_b_when = any_of([*one_panel, compare(">", ir.Var(N), i64(nc_max))]) if reuse and reuse.b else None
+    k_panels = _k_panels(c, t, at, (kc, K, threads, pc_loop_var), kc_max, m_blocks, pack_b_when)
     n_body = [ir.Assign(nc, minimum(i64(nc_max), sub(ir.Var(N), ir.Var(jc_loop_var))), span), k_panels]
     n_panels = ir.For(jc_loop_var, i64(0), ir.Var(N), nc_max, tuple(n_body), f"{c.n.name}.panel", span=span)
+    packed_path = [n_panels] if reuse is None else [replace(reuse.loop, body=(n_panels,))]
     if direct is None:
-        return [*sizes, *setup, n_panels]
+        return [*sizes, *setup, *packed_path]
     wide = t if c.br and t != direct else None
     direct_path = unpacked(c, direct, narrow, ir.Var(M), ir.Var(N), ir.Var(K), k_total, wide)
+    if reuse is not None:
+        direct_path = [replace(reuse.loop, body=tuple(direct_path))]
     small = small_product(c, ir.Var(M), ir.Var(N), k_total)
-    return [*sizes, ir.If(small, tuple(direct_path), (*setup, n_panels), span)]
+    return [*sizes, ir.If(small, tuple(direct_path), (*setup, *packed_path), span)]
 
 
-def _k_panels(c: Contraction, t: MicroTile, at: dict, syms: tuple, kc_max: int, m_blocks: ir.Stmt) -> ir.Stmt:
+def _k_panels(c: Contraction, t: MicroTile, at: dict, syms: tuple, kc_max: int, m_blocks: ir.Stmt,
+              pack_b_when: ir.Expr | None) -> ir.Stmt:
     """The loops over K's panels (and the batch-reduce loops around them):
-    each packs its panel of B, then runs `m_blocks` on it. syms: (kc, K,
-    threads, the panel loop's variable)."""
+    each packs its panel of B (when `pack_b_when` holds, if given), then runs
+    `m_blocks` on it. syms: (kc, K, threads, the panel loop's variable)."""
     kc, k, threads, pc = syms
     span = c.nest.span
     # B's panel is packed by the whole team when the product is large enough
     # (serially it cost ~3% of 512x3584x3584 on two threads).
     team = compare(">", ir.Var(threads), i64(1))
-    k_body = [ir.Assign(kc, minimum(i64(kc_max), sub(ir.Var(k), ir.Var(pc))), span),
-              *(replace(s, kind="parallel", when=team) for s in pack_b(c, t, at)),
-              m_blocks]
+    pack = [replace(s, kind="parallel", when=team) for s in pack_b(c, t, at)]
+    if pack_b_when is not None:
+        pack = [ir.If(pack_b_when, tuple(pack), (), span)]
+    k_body = [ir.Assign(kc, minimum(i64(kc_max), sub(ir.Var(k), ir.Var(pc))), span), *pack, m_blocks]
     # At least one K panel, so that an empty sum (K = 0) still writes zeros.
     panels = ir.For(pc, i64(0), maximum(ir.Var(k), i64(1)), kc_max, tuple(k_body), f"{c.k.name}.panel", span=span)
     for r in reversed(c.br):  # batch-reduce loops: each sums into C panel after panel

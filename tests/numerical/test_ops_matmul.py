@@ -72,7 +72,7 @@ def test_views(size):
 def test_an_operand_stepped_both_ways_is_copied_to_rows(monkeypatch):
     """Neither rows nor columns contiguous: the kernel gets a C-ordered copy
     (its general-stride code would gather every vector), a broadcast batch
-    copied once; the result is the same."""
+    copied once (its kernel takes the one matrix); the result is the same."""
     from dsl.ops import dense
 
     passed = []
@@ -98,7 +98,7 @@ def test_an_operand_stepped_both_ways_is_copied_to_rows(monkeypatch):
     for args in passed:
         for x in args[:2]:
             assert x.strides[-1] == 4 or x.strides[-2] == 4, x.strides
-    assert passed[-1][0].strides[0] == 0  # the batch still broadcast, not copied thrice
+    assert passed[-1][0].shape == (17, 20)  # the batch's one matrix, copied once (not thrice)
 
 
 @pytest.mark.parametrize("shapes", [
@@ -215,6 +215,31 @@ def test_bad_out(m, transposed):
         dsl.ops.matmul(a, b, out=frozen)
     with pytest.raises(TypeError, match="matmul: out must be"):
         dsl.ops.matmul(a, b, out=np.empty((m, 4), np.float32).tolist())
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3])
+@pytest.mark.parametrize("batch", [2, 3, 5])
+def test_one_matrix_for_the_whole_batch(batch, threads, monkeypatch):
+    """A (or B) broadcast over the batch goes to the kernel that packs it once
+    per thread's run of products: runs shared out unevenly (3 or 5 products
+    on 2 threads), fewer products than threads (each product's M blocks take
+    the team), one panel and several (K > 512, N > 1024)."""
+    from dsl.ops import dense
+
+    called = []
+    lib = dense._kernels()
+    monkeypatch.setattr(dense, "_kernels", lambda: type("L", (), {
+        "__getattr__": lambda _, name: (called.append(name), getattr(lib, name))[1]})())
+    dsl.set_num_threads(threads)
+    try:
+        for m, k, n in ((7, 9, 20), (150, 70, 40), (20, 600, 50), (13, 40, 1030)):
+            a, b = rand((1, m, k)), rand((batch, k, n), seed=1)
+            close(dsl.ops.matmul(a, b), a, b)
+            a, b = rand((batch, m, k)), rand((k, n), seed=1)
+            close(dsl.ops.matmul(a, b), a, b)
+    finally:
+        dsl.set_num_threads(0)
+    assert called.count("matmul_shared_a_f32") == 4 and called.count("matmul_shared_b_f32") == 4, called
 
 
 @pytest.mark.parametrize("size", [(1, 1, 1), (7, 11, 13), (30, 72, 16), (140, 300, 200)])

@@ -165,6 +165,53 @@ def test_tiles_ask_for_the_next_product():
     assert "ahead" not in text["mm_auto"] and "prefetch_write" not in text["mm_auto"]
 
 
+def test_an_operand_the_batch_leaves_is_packed_once_per_run():
+    """A batch whose A (or B) is one matrix: the batch is shared out as one
+    run of products per thread, the buffers allocated before each run, and
+    that operand packed on the run's first product only, unless its block
+    takes more than one panel. A batch that changes both packs both always."""
+    text = {k.name: format_kernel(k) for k in _batch_kernels()}
+    for name, guard in (("bmm_shared_a", "if b == lo or K.1 > 512:"),
+                        ("bmm_shared_b", "if b == lo or K.1 > 512 or N.1 > 1024:"),
+                        ("bmm_shared_a_blocks", "if b == lo or K.1 > 7:"),
+                        ("bmm_shared_b_blocks", "if b == lo or K.1 > 7 or N.1 > ")):  # nc: a whole tile
+        lines = text[name].splitlines()
+        runs = next(i for i, x in enumerate(lines) if "name=b.runs" in x)
+        alloc = next(i for i, x in enumerate(lines) if "alloc Ap" in x)
+        loop = next(i for i, x in enumerate(lines) if x.strip() == "for b in range(lo, hi):" and i > alloc)
+        packs = "pack.A" if "shared_a" in name else "pack.B"
+        at = next(i for i, x in enumerate(lines) if f"name={packs}" in x)
+        assert runs < alloc < loop < at and lines[at - 1].strip().startswith(guard), name
+        assert "if b + 1 < hi and " in text[name]  # the next product's lines: within the run
+    for name in ("bmm", "bmm_blocks"):
+        assert "runs" not in text[name] and "b == lo" not in text[name]
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(0, 4), st.integers(0, 9), st.integers(0, 16), st.integers(0, 35), st.booleans())
+def test_interpreter_agrees_on_shared_operands(batch, m, k, n, shared_a):
+    """Small blocks (kc = 7, nc = 16): one panel (packed once) and several
+    (packed for every product), run by the reference interpreter, whose
+    scratch starts as NaN."""
+    name = "bmm_shared_a_blocks" if shared_a else "bmm_shared_b_blocks"
+    kernel = next(x for x in _batch_kernels() if x.name == name)
+    a, b, c = _shared_operands(batch, m, k, n, shared_a)
+    run_kernel(kernel, {"A": a, "B": b, "C": c})
+    _check_shared(c, a, b, shared_a)
+
+
+def _shared_operands(batch, m, k, n, shared_a):
+    rng = np.random.default_rng(batch + m + k + n)
+    a = rng.standard_normal((m, k) if shared_a else (batch, m, k)).astype(np.float32)
+    b = rng.standard_normal((batch, k, n) if shared_a else (k, n)).astype(np.float32)
+    return a, b, np.full((batch, m, n), np.nan, np.float32)
+
+
+def _check_shared(c, a, b, shared_a):
+    for i in range(c.shape[0]):
+        close(c[i], a if shared_a else a[i], b[i] if shared_a else b)
+
+
 def _ahead_asks(text: str) -> str:
     """The lines of `text` between each k.ahead loop and its k.micro loop."""
     out, inside = [], False
@@ -192,6 +239,17 @@ def test_interpreter_agrees_on_batches(batch, m, k, n):
 
 BATCHES = """
 def bmm_shared_b(A: f32[Bt, M, K], B: f32[K, N], C: f32[Bt, M, N]):
+    C[b, m, n] = sum(A[b, m, k] * B[k, n])
+
+def bmm_shared_a(A: f32[M, K], B: f32[Bt, K, N], C: f32[Bt, M, N]):
+    C[b, m, n] = sum(A[m, k] * B[b, k, n])
+
+@schedule(contract(m, mc=6, kc=7, nc=16))
+def bmm_shared_a_blocks(A: f32[M, K], B: f32[Bt, K, N], C: f32[Bt, M, N]):
+    C[b, m, n] = sum(A[m, k] * B[b, k, n])
+
+@schedule(contract(m, mc=6, kc=7, nc=16))
+def bmm_shared_b_blocks(A: f32[Bt, M, K], B: f32[K, N], C: f32[Bt, M, N]):
     C[b, m, n] = sum(A[b, m, k] * B[k, n])
 
 @schedule(contract(m, mc=6, kc=7, nc=16))
