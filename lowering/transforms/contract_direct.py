@@ -69,6 +69,19 @@ def half_tile(t: MicroTile) -> MicroTile | None:
     return MicroTile(t.mr // 2, t.vectors, t.lanes, t.fused) if t.mr >= 4 else None
 
 
+def short_tiles(t: MicroTile) -> list[MicroTile]:
+    """The unpacked path's variants for a last strip of few rows, shortest
+    first: a quarter as tall (rounded up), when that is two rows or more
+    below the half tile, then the half tile. 32 rows in 14-row tiles are 14 +
+    14 + 4, where the half tile computed 7 (the seeds' configuration, 1
+    thread of Zen 4: 95 -> 99 GFLOP/s; 28 rows, whole tiles: 101)."""
+    half = half_tile(t)
+    if half is None:
+        return []
+    quarter = MicroTile((t.mr + 3) // 4, t.vectors, t.lanes, t.fused)
+    return [quarter, half] if quarter.mr < half.mr - 1 else [half]
+
+
 def narrower_tiles(t: MicroTile, bits: int | None = None) -> list[MicroTile]:
     """The variants of tile `t` for a last strip of fewer columns, widest
     first: fewer vectors, then, given the element's `bits` and with 512-bit
@@ -86,12 +99,25 @@ def narrower_tiles(t: MicroTile, bits: int | None = None) -> list[MicroTile]:
 
 def _rows_computed(M: ir.Expr, t: MicroTile) -> ir.Expr:
     """Rows of A the strips of tile `t` compute for M rows: whole tiles, then
-    the half tile for a rest of at most half (see `half_tile`), else a whole one."""
-    half = half_tile(t)
+    the shortest of `short_tiles` that holds the rest, else a whole one."""
     whole = mul(floordiv(M, i64(t.mr)), i64(t.mr))
     rest = sub(M, whole)
-    last = i64(t.mr) if half is None else ir.Select(compare("<=", rest, i64(half.mr)), i64(half.mr), i64(t.mr), I64)
+    last: ir.Expr = i64(t.mr)
+    for v in reversed(short_tiles(t)):
+        last = ir.Select(compare("<=", rest, i64(v.mr)), i64(v.mr), last, I64)
     return add(whole, ir.Select(compare("==", rest, i64(0)), i64(0), last, I64))
+
+
+def _busiest_rows(M: ir.Expr, t: MicroTile, shared: ir.Expr) -> ir.Expr:
+    """Rows of A that the busiest thread computes in strips of tile `t`, when
+    the strips are `shared` among the threads (each takes a run of them):
+    64^3 on two threads, 30 x 16 tiles (30 + 30 + 4 rows) ran at 87 GFLOP/s
+    and 14 x 32 (five strips, three on one thread) at 113."""
+    rows = _rows_computed(M, t)
+    strips = floordiv(add(M, i64(t.mr - 1)), i64(t.mr))
+    threads = ir.Threads(None)
+    per_thread = mul(floordiv(add(strips, sub(threads, i64(1))), threads), i64(t.mr))
+    return ir.Select(shared, minimum(rows, per_thread), rows, I64)
 
 
 def unpacked(c: Contraction, t: MicroTile, narrow: MicroTile | None, M: ir.Expr, N: ir.Expr, K: ir.Expr,
@@ -109,8 +135,9 @@ def unpacked(c: Contraction, t: MicroTile, narrow: MicroTile | None, M: ir.Expr,
     if narrow is None:
         plain = _direct_strips(c, t, M, N, K, k_total)
     else:
-        narrow_computes_less = compare("<=", mul(_rows_computed(M, narrow), roundup(N, narrow.nr)),
-                                       mul(_rows_computed(M, t), roundup(N, t.lanes)))
+        shared = at_most(M, N, k_total, SMALL_WORK - 1, more=True)  # the strips' own test (below)
+        narrow_computes_less = compare("<=", mul(_busiest_rows(M, narrow, shared), roundup(N, narrow.nr)),
+                                       mul(_busiest_rows(M, t, shared), roundup(N, t.lanes)))
         plain = [ir.If(narrow_computes_less, tuple(_direct_strips(c, narrow, M, N, K, k_total)),
                        tuple(fresh_locals(tuple(_direct_strips(c, t, M, N, K, k_total)))), c.nest.span)]
     if wide is None:
@@ -138,12 +165,12 @@ def _direct_strips(c: Contraction, t: MicroTile, M: ir.Expr, N: ir.Expr, K: ir.E
     whole, edge = variant(t, edge=False), variant(t)
     full = ir.Binary("and", compare("==", at["rows"], i64(t.mr)), compare("==", at["cols"], i64(t.nr)), BOOL)
     # The edge tiles take a smaller variant when it covers what is left, as
-    # the packed path's do (contract._packed_tiles): half as many rows, or
-    # fewer vectors of columns (77 columns in 14 x 32 tiles: 32 + 32 + 16).
-    half = half_tile(t)
-    if half is not None:
-        short = variant(half, rows=minimum(i64(half.mr), sub(M, ir.Var(strip))))
-        edge = [ir.If(compare("<=", sub(M, ir.Var(strip)), i64(half.mr)), tuple(short), tuple(edge), span)]
+    # the packed path's do (contract._packed_tiles): fewer rows
+    # (`short_tiles`), or fewer vectors of columns (77 columns in 14 x 32
+    # tiles: 32 + 32 + 16).
+    for v in reversed(short_tiles(t)):
+        short = variant(v, rows=minimum(i64(v.mr), sub(M, ir.Var(strip))))
+        edge = [ir.If(compare("<=", sub(M, ir.Var(strip)), i64(v.mr)), tuple(short), tuple(edge), span)]
     for v in [] if columns_divide else narrower_tiles(t, c.dtype.bits):
         slim = variant(v, cols=minimum(i64(v.nr), sub(N, ir.Var(js))))
         edge = [ir.If(compare("<=", sub(N, ir.Var(js)), i64(v.nr)), tuple(slim), tuple(edge), span)]

@@ -46,10 +46,10 @@ def test_2d(size, dtype):
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_every_edge_of_the_unpacked_tiles(dtype):
     """Small products read A and B in place with one of several tiles (wide,
-    narrow, half as tall, fewer vectors wide, one vector of half the lanes),
-    chosen by M and N: every column count up to three vectors of AVX-512 and
-    row counts around each tile's height and half of it."""
-    for m in (1, 3, 6, 7, 8, 14, 15, 16, 29, 30, 31, 45, 77):
+    narrow, half or a quarter as tall, fewer vectors wide, one vector of half
+    the lanes), chosen by M and N: every column count up to three vectors of
+    AVX-512 and row counts around each tile's height, its half and quarter."""
+    for m in (1, 3, 4, 5, 6, 7, 8, 14, 15, 16, 18, 19, 29, 30, 31, 32, 38, 39, 45, 77):
         for n in range(1, 50):
             a, b = rand((m, 9), dtype), rand((9, n), dtype, 1)
             close(dsl.ops.matmul(a, b), a, b)
