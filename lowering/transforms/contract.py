@@ -14,7 +14,8 @@ contraction in the kernel. The tile (mr x nr) comes from the machine's vector
 width and register count. Small products (B at most 128 x 128, at most 128^3
 multiply-adds) skip packing: the micro-kernel reads A and B in place, strips
 of C's rows in parallel (64^3 on two threads: 86 GFLOP/s against 58 packed).
-So do short ones (M <= 64, B within 256 KiB), and these take a tall tile one
+So do short ones (M <= 64, B within 256 KiB) and, outside a batch, long
+ones (B within 256 KiB), and these take a tall tile one
 vector wide when C's columns would leave the wide tile's last vector empty.
 A B stored by rows of K is always packed (read in place, its vectors would
 be built lane by lane).
@@ -57,7 +58,7 @@ from .. import ir
 from ..arith import add, compare, floordiv, i64, maximum, minimum, mul, roundup, sub
 from ..machine import Machine, MicroTile, micro_tile, packed_tile
 from ..rewrite import walk_stmts
-from ..types import I64
+from ..types import BOOL, I64
 from .contract_ahead import Ahead
 from .contract_batch import Reuse, batch_loop, batch_parallel, reuse_for, runs_of_products
 from .contract_match import Contraction, match_nest
@@ -147,7 +148,7 @@ def _rewrite(kernel: ir.Kernel, found: list[Contraction], machine: Machine, opti
         batch = batch_loop(body, c)
         reuse = reuse_for(batch, c)
         blocked = _blocked(c, packed, blocking, code, a_stride, direct=tile if direct else None, narrow=narrow,
-                           ahead=reuse.loop if reuse else batch, reuse=reuse)
+                           ahead=reuse.loop if reuse else batch, reuse=reuse, alone=_alone(batch))
         where = "run in parallel"
         outer = next((s for s in walk_stmts(body) if isinstance(s, ir.For) and s.kind == "parallel"
                       and any(x is c.nest for x in walk_stmts(s.body))), None)
@@ -179,6 +180,15 @@ def _rewrite(kernel: ir.Kernel, found: list[Contraction], machine: Machine, opti
     return replace(kernel, body=body, checks=(*kernel.checks, info))
 
 
+def _alone(batch: ir.For | None) -> ir.Expr:
+    """True when the product has no batch of others around it (none, or one)."""
+    if batch is None:
+        return ir.Const(True, BOOL)
+    if batch.step != 1:
+        return ir.Const(False, BOOL)
+    return compare("<=", sub(batch.stop, batch.start), i64(1))
+
+
 def _unpacked_remark(tile: MicroTile, packed: MicroTile, direct: bool) -> str:
     if not direct or tile == packed:
         return ""
@@ -206,7 +216,7 @@ def _blocking(c: Contraction, t: MicroTile, options: dict) -> tuple[int, int, in
 
 def _blocked(c: Contraction, t: MicroTile, blocking: tuple[int, int, int], code: int, a_stride: int | None,
              direct: MicroTile | None, narrow: MicroTile | None = None, ahead: ir.For | None = None,
-             reuse: Reuse | None = None) -> list[ir.Stmt]:
+             reuse: Reuse | None = None, alone: ir.Expr = ir.Const(True, BOOL)) -> list[ir.Stmt]:
     """The packed nest on tiles `t`; with a `direct` tile, small products
     take the unpacked path on it instead. `a_stride`: A's block is packed row
     by row at this stride (else in strips of mr rows). `ahead`: the batch
@@ -214,7 +224,8 @@ def _blocked(c: Contraction, t: MicroTile, blocking: tuple[int, int, int], code:
     (`contract_ahead`). `reuse`: the nest runs inside a run's own batch loop
     (`contract_batch`), its buffers allocated before it and the operand the
     batch leaves unchanged packed on the run's first product when one panel
-    holds it."""
+    holds it. `alone`: whether no batch of products is around (see
+    `small_product`)."""
     mc_max, kc_max, nc_max = blocking
     span, dtype = c.nest.span, c.dtype
 
@@ -282,7 +293,7 @@ def _blocked(c: Contraction, t: MicroTile, blocking: tuple[int, int, int], code:
     direct_path = unpacked(c, direct, narrow, ir.Var(M), ir.Var(N), ir.Var(K), k_total, wide)
     if reuse is not None:
         direct_path = [replace(reuse.loop, body=tuple(direct_path))]
-    small = small_product(c, ir.Var(M), ir.Var(N), k_total)
+    small = small_product(c, ir.Var(M), ir.Var(N), k_total, alone)
     return [*sizes, ir.If(small, tuple(direct_path), (*setup, *packed_path), span)]
 
 

@@ -2,8 +2,8 @@
 
 Small products (B at most 128 x 128, at most 128^3 multiply-adds) skip
 packing: strips of C's rows run in parallel while B stays in L1/L2. So do
-short ones (M <= 64, B within 256 KiB), and batch-reduce products of any
-length. Also the predicates on sizes that the packed path shares.
+short ones (M <= 64, B within 256 KiB), long ones outside a batch (B within
+256 KiB), and batch-reduce products of any length. Also the predicates on sizes that the packed path shares.
 """
 
 from __future__ import annotations
@@ -24,7 +24,14 @@ DIRECT_WORK = 128 ** 3
 # Short products (few rows of A, as each output row of a convolution is)
 # reuse a packed B too little to pay for packing it: they read B in place
 # while it fits in half of Zen 3's 512 KiB L2. A ResNet layer's rows (56 x 64,
-# K = 576): 132 GFLOP/s in place against 90 packed. So do batch-reduce
+# K = 576): 132 GFLOP/s in place against 90 packed. So do products of any
+# length outside a batch: B stays in L2 while A's strips pass over it, and A's
+# rows, read in place, are no copy to wait for (1 thread of Zen 4, GFLOP/s
+# packed -> in place: 8192 x 256 x 128 86 -> 90, 4096 x 2048 x 32 57 -> 83,
+# 1000 x 1000 x 64 101 -> 115, 300 x 500 x 100 95 -> 106; numpy 86, 62, 97,
+# 97). In a batch, each product's B comes from memory, where the packed
+# path asks for the next one's (64 products of 128 x 256 x 128: 101 packed,
+# 90 in place). So do batch-reduce
 # products of any length: packed, each C tile is stored once per batch-reduce
 # step, whose K is short (a convolution tap's: C_in); in place, the tile stays
 # in registers over all of them. A ResNet layer's image as one product (3022
@@ -53,13 +60,18 @@ def any_of(conds: list[ir.Expr]) -> ir.Expr:
     return out
 
 
-def small_product(c: Contraction, m: ir.Expr, n: ir.Expr, k_total: ir.Expr) -> ir.Expr:
+def small_product(c: Contraction, m: ir.Expr, n: ir.Expr, k_total: ir.Expr, alone: ir.Expr) -> ir.Expr:
     """Whether the product is small enough to skip packing (B's rows are read
-    where they are): little of B, or little work, or few rows and B in cache."""
+    where they are): little of B and little work, or B in cache and few rows
+    or no batch around (`alone`: true when there is none, or one product)."""
     b_elements = mul(k_total, n)
+    b_fits = compare("<=", b_elements, i64(DIRECT_B_BYTES // (c.dtype.bits // 8)))
+    if c.br or (isinstance(alone, ir.Const) and alone.value is True):
+        short = [b_fits]
+    else:
+        short = [b_fits, any_of([compare("<=", m, i64(DIRECT_ROWS)), alone])]
     return any_of([all_of([compare("<=", b_elements, i64(DIRECT_B_ELEMENTS)), at_most(m, n, k_total, DIRECT_WORK)]),
-                   all_of([*([] if c.br else [compare("<=", m, i64(DIRECT_ROWS))]),
-                           compare("<=", b_elements, i64(DIRECT_B_BYTES // (c.dtype.bits // 8)))])])
+                   all_of(short)])
 
 
 def half_tile(t: MicroTile) -> MicroTile | None:
