@@ -5,9 +5,10 @@ turn; the table shows medians). Prints GFLOP/s or GB/s and the ratios.
     python benchmarks/dense.py [--quick] [--markdown FILE]
 
 Cases: SGEMM (square, the issue's 512x3584x3584, odd sizes), the batched
-broadcast (1,128,256) @ (64,256,128), the seeds' tensor-operation
-configuration as GEMM, BRGEMM and BRGEMM + zero + ReLU (each also as a
-fraction of SGEMM on the same work, sampled with it), matvec, permute
+broadcast (1,128,256) @ (64,256,128) and a Linear layer on a batch (x @
+W.T), the seeds' tensor-operation configuration as GEMM, BRGEMM and BRGEMM +
+zero + ReLU (each also as a fraction of SGEMM on the same work, sampled with
+it), matvec, permute
 (3-D transposes; an image's HWC to CHW and back), contractions that are no
 GEMM (einsum).
 Needs threadpoolctl and torch (`pip install threadpoolctl torch==2.13.0`).
@@ -69,17 +70,24 @@ def gemm_rows(sizes, threads, repeats) -> list[list[str]]:
 
 
 def batched_rows(threads, repeats) -> list[list[str]]:
+    """The issue's broadcast batch, and a Linear layer on a batch of token
+    rows (x @ W.T, W of 4096 x 4096 stored by rows of K, as torch keeps it)."""
     rng = np.random.default_rng(1)
-    a, b = rng.standard_normal((1, 128, 256), np.float32), rng.standard_normal((64, 256, 128), np.float32)
-    c = np.empty((64, 128, 128), np.float32)
-    ta, tb, tc = torch.from_numpy(a), torch.from_numpy(b), torch.empty((64, 128, 128))
+    w = rng.standard_normal((4096, 4096), np.float32)
+    cases = [("(1,128,256)@(64,256,128)", rng.standard_normal((1, 128, 256), np.float32),
+              rng.standard_normal((64, 256, 128), np.float32)),
+             ("(8,16,4096)@W.T, W (4096,4096)", rng.standard_normal((8, 16, 4096), np.float32), w.T)]
     rows = []
-    for t in threads:
-        with _threads(t):
-            s = interleaved({"dslc": lambda: dsl.ops.matmul(a, b, out=c), "numpy": lambda: np.matmul(a, b, out=c),
-                             "torch": lambda: torch.matmul(ta, tb, out=tc)}, repeats,
-                             settle=settle_for(t))
-        rows.append(rate_row("(1,128,256)@(64,256,128)", t, 2.0 * 64 * 128 * 128 * 256, s))
+    for label, a, b in cases:
+        c = np.matmul(a, b)
+        ta, tb, tc = torch.from_numpy(a), torch.from_numpy(b), torch.from_numpy(np.empty_like(c))
+        for t in threads:
+            with _threads(t):
+                s = interleaved({"dslc": lambda: dsl.ops.matmul(a, b, out=c),
+                                 "numpy": lambda: np.matmul(a, b, out=c),
+                                 "torch": lambda: torch.matmul(ta, tb, out=tc)}, repeats,
+                                settle=settle_for(t))
+            rows.append(rate_row(label, t, 2.0 * c.size * a.shape[-1], s))
     return rows
 
 
@@ -252,7 +260,7 @@ def main() -> int:
                                                                          threads, repeats)),
         ("SGEMM with transposed operands (views, no copies)", "GFLOP/s",
          lambda: gemm_rows(TRANSPOSED[:1] if args.quick else TRANSPOSED, threads, repeats)),
-        ("Batched matmul with a broadcast batch (dsl.ops.matmul)", "GFLOP/s", lambda: batched_rows(threads, repeats)),
+        ("Batched matmul with a broadcast operand (dsl.ops.matmul)", "GFLOP/s", lambda: batched_rows(threads, repeats)),
         ("The seeds' tensor-operation configuration (references: einsum of the same views; dsl.ops.matmul "
          "of the same work, 1024x256 @ 256x1024, sampled with each case)", "seed",
          lambda: seed_rows(threads, repeats)),

@@ -220,10 +220,11 @@ def test_bad_out(m, transposed):
 @pytest.mark.parametrize("threads", [1, 2, 3])
 @pytest.mark.parametrize("batch", [2, 3, 5])
 def test_one_matrix_for_the_whole_batch(batch, threads, monkeypatch):
-    """A (or B) broadcast over the batch goes to the kernel that packs it once
-    per thread's run of products: runs shared out unevenly (3 or 5 products
-    on 2 threads), fewer products than threads (each product's M blocks take
-    the team), one panel and several (K > 512, N > 1024)."""
+    """A (or B, when one panel holds it) broadcast over the batch goes to the
+    kernel that packs it once per thread's run of products: runs shared out
+    unevenly (3 or 5 products on 2 threads), fewer products than threads
+    (each product's M blocks take the team), one panel and several (K > 512,
+    N > 1024: B's products then stack into one)."""
     from dsl.ops import dense
 
     called = []
@@ -239,7 +240,27 @@ def test_one_matrix_for_the_whole_batch(batch, threads, monkeypatch):
             close(dsl.ops.matmul(a, b), a, b)
     finally:
         dsl.set_num_threads(0)
-    assert called.count("matmul_shared_a_f32") == 4 and called.count("matmul_shared_b_f32") == 4, called
+    assert called.count("matmul_shared_a_f32") == 4 and called.count("matmul_shared_b_f32") == 2, called
+
+
+@pytest.mark.parametrize("layout", ["nn", "nt"])
+def test_a_shared_b_stacks_the_batch_into_one_product(layout, monkeypatch):
+    """x @ w (or x @ w.T, a Linear layer) with x a batch of matrices: one
+    product of the batch's rows stacked, when the batch steps by whole
+    matrices (else a batch of products: x's rows taken with a step)."""
+    from dsl.ops import dense
+
+    passed = []
+    lib = dense._kernels()
+    monkeypatch.setattr(dense, "_kernels", lambda: type("L", (), {"__getattr__": lambda _, name: (
+        lambda *args: (passed.append((name, args[0].shape)), getattr(lib, name)(*args))[1])})())
+    w = rand((600, 70), seed=1) if layout == "nn" else rand((70, 600), seed=1).T
+    for x in (rand((3, 5, 600)), rand((3, 10, 600))[:, ::2], rand((4, 1, 600))):
+        close(dsl.ops.matmul(x, w), x, w)
+        stacks = x.strides[0] == x.shape[1] * x.strides[1] or x.shape[1] == 1
+        name, shape = passed[-1]  # A's shape, as the kernel got it: rows last but one
+        one = len(shape) == 2 or shape[0] == 1
+        assert name.startswith("matmul_") and (one and shape[-2] == x.shape[0] * x.shape[1]) == stacks, passed
 
 
 @pytest.mark.parametrize("size", [(1, 1, 1), (7, 11, 13), (30, 72, 16), (140, 300, 200)])
