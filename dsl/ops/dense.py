@@ -9,7 +9,10 @@ contractions and permutations.
 
 float32 and float64 (mixed: float64, as numpy promotes). Views of any strides
 work without a copy (transposed, sliced with steps, negative steps, broadcast
-with stride 0). Bad arguments raise numpy's errors before any native code runs.
+with stride 0). A matrix that a whole batch shares is packed once: a batch
+whose rows stack (x @ W.T for x of shape (batch, tokens, features)) is one
+product, and a small shared A or B is packed once per thread's run of
+products. Bad arguments raise numpy's errors before any native code runs.
 """
 
 from __future__ import annotations
