@@ -56,16 +56,20 @@ def gemm_rows(sizes, threads, repeats) -> list[list[str]]:
         if layout:  # the same values, stored transposed
             a = np.ascontiguousarray(a.T).T if "a.T" in layout[0] else a
             b = np.ascontiguousarray(b.T).T if "b.T" in layout[0] else b
-        c = np.empty((m, n), np.float32)
-        ta, tb, tc = torch.from_numpy(a), torch.from_numpy(b), torch.empty((m, n))
-        for t in threads:
-            with _threads(t):
-                s = interleaved({"dslc": lambda: dsl.ops.matmul(a, b, out=c),
-                                 "numpy": lambda: np.matmul(a, b, out=c),
-                                 "torch": lambda: torch.matmul(ta, tb, out=tc)}, repeats,
-                             settle=settle_for(t))
-            label = f"{m}x{k}x{n}" + (f" {layout[0]}" if layout else "")
-            rows.append(rate_row(label, t, 2.0 * m * n * k, s))
+        rows += _matmul_rows(f"{m}x{k}x{n}" + (f" {layout[0]}" if layout else ""), a, b, threads, repeats)
+    return rows
+
+
+def _matmul_rows(label: str, a: np.ndarray, b: np.ndarray, threads, repeats) -> list[list[str]]:
+    """dsl.ops.matmul(a, b), numpy's and torch's, into an `out`, sampled in turn."""
+    c = np.matmul(a, b)
+    ta, tb, tc = torch.from_numpy(a), torch.from_numpy(b), torch.from_numpy(np.empty_like(c))
+    rows = []
+    for t in threads:
+        with _threads(t):
+            s = interleaved({"dslc": lambda: dsl.ops.matmul(a, b, out=c), "numpy": lambda: np.matmul(a, b, out=c),
+                             "torch": lambda: torch.matmul(ta, tb, out=tc)}, repeats, settle=settle_for(t))
+        rows.append(rate_row(label, t, 2.0 * c.size * a.shape[-1], s))
     return rows
 
 
@@ -77,18 +81,7 @@ def batched_rows(threads, repeats) -> list[list[str]]:
     cases = [("(1,128,256)@(64,256,128)", rng.standard_normal((1, 128, 256), np.float32),
               rng.standard_normal((64, 256, 128), np.float32)),
              ("(8,16,4096)@W.T, W (4096,4096)", rng.standard_normal((8, 16, 4096), np.float32), w.T)]
-    rows = []
-    for label, a, b in cases:
-        c = np.matmul(a, b)
-        ta, tb, tc = torch.from_numpy(a), torch.from_numpy(b), torch.from_numpy(np.empty_like(c))
-        for t in threads:
-            with _threads(t):
-                s = interleaved({"dslc": lambda: dsl.ops.matmul(a, b, out=c),
-                                 "numpy": lambda: np.matmul(a, b, out=c),
-                                 "torch": lambda: torch.matmul(ta, tb, out=tc)}, repeats,
-                                settle=settle_for(t))
-            rows.append(rate_row(label, t, 2.0 * c.size * a.shape[-1], s))
-    return rows
+    return [row for label, a, b in cases for row in _matmul_rows(label, a, b, threads, repeats)]
 
 
 def seed_operands():

@@ -58,7 +58,7 @@ from .. import ir
 from ..arith import add, compare, floordiv, i64, maximum, minimum, mul, roundup, sub
 from ..machine import Machine, MicroTile, micro_tile, packed_tile
 from ..rewrite import walk_stmts
-from ..types import BOOL, I64
+from ..types import I64
 from .contract_ahead import Ahead
 from .contract_batch import Reuse, batch_loop, batch_parallel, reuse_for, runs_of_products
 from .contract_match import Contraction, match_nest
@@ -148,7 +148,7 @@ def _rewrite(kernel: ir.Kernel, found: list[Contraction], machine: Machine, opti
         batch = batch_loop(body, c)
         reuse = reuse_for(batch, c)
         blocked = _blocked(c, packed, blocking, code, a_stride, direct=tile if direct else None, narrow=narrow,
-                           ahead=reuse.loop if reuse else batch, reuse=reuse, alone=_alone(batch))
+                           batch=batch, reuse=reuse)
         where = "run in parallel"
         outer = next((s for s in walk_stmts(body) if isinstance(s, ir.For) and s.kind == "parallel"
                       and any(x is c.nest for x in walk_stmts(s.body))), None)
@@ -180,15 +180,6 @@ def _rewrite(kernel: ir.Kernel, found: list[Contraction], machine: Machine, opti
     return replace(kernel, body=body, checks=(*kernel.checks, info))
 
 
-def _alone(batch: ir.For | None) -> ir.Expr:
-    """True when the product has no batch of others around it (none, or one)."""
-    if batch is None:
-        return ir.Const(True, BOOL)
-    if batch.step != 1:
-        return ir.Const(False, BOOL)
-    return compare("<=", sub(batch.stop, batch.start), i64(1))
-
-
 def _unpacked_remark(tile: MicroTile, packed: MicroTile, direct: bool) -> str:
     if not direct or tile == packed:
         return ""
@@ -215,17 +206,16 @@ def _blocking(c: Contraction, t: MicroTile, options: dict) -> tuple[int, int, in
 
 
 def _blocked(c: Contraction, t: MicroTile, blocking: tuple[int, int, int], code: int, a_stride: int | None,
-             direct: MicroTile | None, narrow: MicroTile | None = None, ahead: ir.For | None = None,
-             reuse: Reuse | None = None, alone: ir.Expr = ir.Const(True, BOOL)) -> list[ir.Stmt]:
+             direct: MicroTile | None, narrow: MicroTile | None = None, batch: ir.For | None = None,
+             reuse: Reuse | None = None) -> list[ir.Stmt]:
     """The packed nest on tiles `t`; with a `direct` tile, small products
     take the unpacked path on it instead. `a_stride`: A's block is packed row
-    by row at this stride (else in strips of mr rows). `ahead`: the batch
-    loop: the tiles ask for the next product's lines while they compute
-    (`contract_ahead`). `reuse`: the nest runs inside a run's own batch loop
-    (`contract_batch`), its buffers allocated before it and the operand the
-    batch leaves unchanged packed on the run's first product when one panel
-    holds it. `alone`: whether no batch of products is around (see
-    `small_product`)."""
+    by row at this stride (else in strips of mr rows). `batch`: the batch
+    loop around the nest, whose tiles ask for the next product's lines while
+    they compute (`contract_ahead`). `reuse`: the nest runs inside a run's
+    own batch loop (`contract_batch`), its buffers allocated before it and
+    the operand the batch leaves unchanged packed on the run's first product
+    when one panel holds it."""
     mc_max, kc_max, nc_max = blocking
     span, dtype = c.nest.span, c.dtype
 
@@ -263,8 +253,8 @@ def _blocked(c: Contraction, t: MicroTile, blocking: tuple[int, int, int], code:
           "a0": mul(add(ir.Var(ic), ir.Var(strip)), i64(a_stride) if a_stride else ir.Var(kc)),
           "a_row_stride": a_stride, "b0": mul(ir.Var(js), ir.Var(kc)),
           "br": batch_reduce_vars(c)}
-    if ahead is not None:
-        at["ahead"] = Ahead(c, t, at, ahead, ir.Var(strips), ir.Var(strip))
+    if batch is not None:  # within a run, the next product is the run's own
+        at["ahead"] = Ahead(c, t, at, reuse.loop if reuse else batch, ir.Var(strips), ir.Var(strip))
     first = [compare("==", ir.Var(pc_loop_var), i64(0)), *(compare("==", at["br"][r.var], i64(0)) for r in c.br)]
     last = [compare(">=", add(ir.Var(pc_loop_var), ir.Var(kc)), ir.Var(K)),
             *(compare(">=", at["br"][r.var], sub(r.stop, i64(1))) for r in c.br)]
@@ -275,14 +265,16 @@ def _blocked(c: Contraction, t: MicroTile, blocking: tuple[int, int, int], code:
         return mul(floordiv(mul(b, ir.Var(strips)), ir.Var(blocks)), i64(t.mr))
 
     pack = pack_a_rows(c, t, at, a_stride) if a_stride else pack_a(c, t, at)
-    one_panel = [] if reuse is None else [reuse.first(), compare(">", ir.Var(K), i64(kc_max))]
+    # With reuse, an unchanged operand is packed again only on a run's first
+    # product or when its block changes from panel to panel.
+    repack = [] if reuse is None else [reuse.first(), compare(">", ir.Var(K), i64(kc_max))]
     if reuse is not None and reuse.a:
-        pack = [ir.If(any_of(one_panel), tuple(pack), (), span)]
+        pack = [ir.If(any_of(repack), tuple(pack), (), span)]
     block_body = [ir.Assign(ic, first_row(ir.Var(block)), span),
                   ir.Assign(mcur, sub(minimum(first_row(add(ir.Var(block), i64(1))), ir.Var(M)), ir.Var(ic)), span),
                   *pack, n_strips]
     m_blocks = ir.For(block, i64(0), ir.Var(blocks), 1, tuple(block_body), f"{c.m.name}.block", "parallel", span)
-    pack_b_when = any_of([*one_panel, compare(">", ir.Var(N), i64(nc_max))]) if reuse and reuse.b else None
+    pack_b_when = any_of([*repack, compare(">", ir.Var(N), i64(nc_max))]) if reuse and reuse.b else None
     k_panels = _k_panels(c, t, at, (kc, K, threads, pc_loop_var), kc_max, m_blocks, pack_b_when)
     n_body = [ir.Assign(nc, minimum(i64(nc_max), sub(ir.Var(N), ir.Var(jc_loop_var))), span), k_panels]
     n_panels = ir.For(jc_loop_var, i64(0), ir.Var(N), nc_max, tuple(n_body), f"{c.n.name}.panel", span=span)
@@ -293,7 +285,7 @@ def _blocked(c: Contraction, t: MicroTile, blocking: tuple[int, int, int], code:
     direct_path = unpacked(c, direct, narrow, ir.Var(M), ir.Var(N), ir.Var(K), k_total, wide)
     if reuse is not None:
         direct_path = [replace(reuse.loop, body=tuple(direct_path))]
-    small = small_product(c, ir.Var(M), ir.Var(N), k_total, alone)
+    small = small_product(c, ir.Var(M), ir.Var(N), k_total, batch)
     return [*sizes, ir.If(small, tuple(direct_path), (*setup, *packed_path), span)]
 
 

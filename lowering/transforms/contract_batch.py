@@ -24,10 +24,10 @@ from dataclasses import dataclass, replace
 
 from .. import ir
 from ..arith import add, both, compare, floordiv, i64, minimum, mul, sub
+from ..rewrite import walk_stmts
 from ..types import I64
 from .contract_direct import any_of
 from .contract_match import Contraction, uses
-from ..rewrite import walk_stmts
 
 
 def batch_loop(body, c: Contraction) -> ir.For | None:

@@ -3,7 +3,8 @@
 Small products (B at most 128 x 128, at most 128^3 multiply-adds) skip
 packing: strips of C's rows run in parallel while B stays in L1/L2. So do
 short ones (M <= 64, B within 256 KiB), long ones outside a batch (B within
-256 KiB), and batch-reduce products of any length. Also the predicates on sizes that the packed path shares.
+256 KiB), and batch-reduce products of any length. Also the predicates on
+sizes that the packed path shares.
 """
 
 from __future__ import annotations
@@ -60,16 +61,17 @@ def any_of(conds: list[ir.Expr]) -> ir.Expr:
     return out
 
 
-def small_product(c: Contraction, m: ir.Expr, n: ir.Expr, k_total: ir.Expr, alone: ir.Expr) -> ir.Expr:
+def small_product(c: Contraction, m: ir.Expr, n: ir.Expr, k_total: ir.Expr, batch: ir.For | None) -> ir.Expr:
     """Whether the product is small enough to skip packing (B's rows are read
-    where they are): little of B and little work, or B in cache and few rows
-    or no batch around (`alone`: true when there is none, or one product)."""
+    where they are): little of B and little work, or B in cache and, inside
+    a `batch` loop of more than one product, few rows."""
     b_elements = mul(k_total, n)
-    b_fits = compare("<=", b_elements, i64(DIRECT_B_BYTES // (c.dtype.bits // 8)))
-    if c.br or (isinstance(alone, ir.Const) and alone.value is True):
-        short = [b_fits]
-    else:
-        short = [b_fits, any_of([compare("<=", m, i64(DIRECT_ROWS)), alone])]
+    short = [compare("<=", b_elements, i64(DIRECT_B_BYTES // (c.dtype.bits // 8)))]
+    if batch is not None and not c.br:
+        few_rows = compare("<=", m, i64(DIRECT_ROWS))
+        if batch.step == 1:
+            few_rows = any_of([few_rows, compare("<=", sub(batch.stop, batch.start), i64(1))])
+        short.append(few_rows)
     return any_of([all_of([compare("<=", b_elements, i64(DIRECT_B_ELEMENTS)), at_most(m, n, k_total, DIRECT_WORK)]),
                    all_of(short)])
 
