@@ -164,6 +164,10 @@ def permute_rows(threads, repeats) -> list[list[str]]:
         shape = x.transpose(axes).shape
         out = empty_aligned(shape, np.float32) if where == "aligned" else np.empty(shape, np.float32)
         rows += _permute_rows(f"permute {x.shape} {axes}, out {where}", x, axes, out, threads, repeats)
+    for shape, axes in OTHER_PERMUTES:
+        other = rng.standard_normal(shape, np.float32)
+        out = empty_aligned(other.transpose(axes).shape, np.float32)
+        rows += _permute_rows(f"permute {shape} {axes}, out aligned", other, axes, out, threads, repeats)
     square = x.reshape(4096, 4096)  # a matrix transposed, its rows 16 KiB apart (a power of two)
     rows += _permute_rows("permute (4096, 4096) (1, 0), out aligned", square, (1, 0),
                           empty_aligned((4096, 4096), np.float32), threads, repeats)
@@ -184,6 +188,12 @@ def _permute_rows(label: str, x: np.ndarray, axes: tuple, out: np.ndarray, threa
                              "torch": lambda: tout.copy_(tx.permute(axes))}, repeats, settle=settle_for(t))
         rows.append(rate_row(label, t, 2.0 * x.nbytes, s))
     return rows
+
+
+# Rows that are no power of two apart: whole lines (3 and 2.5 KiB; 4-byte
+# tiles go in pairs), and rows of 2000 bytes, most of which start inside a
+# line (no tile row can be streamed whole).
+OTHER_PERMUTES = [((48, 640, 768), (0, 2, 1)), ((48, 640, 768), (2, 1, 0)), ((60, 500, 500), (0, 2, 1))]
 
 
 # An image's HWC to CHW and back (stdlib/channels.tk).

@@ -88,6 +88,30 @@ def test_tiles_start_where_the_input_columns_are_aligned():
     assert [len(plans[k].steps) for k in (0, 4, 20, 52)] == [2, 6, 6, 6]
 
 
+def test_pairs_of_tiles_where_the_rows_allow():
+    """4-byte tiles go in pairs, one above the other in the input (128 bytes
+    to each output row), when the input's rows follow one another in whole
+    lines and neither side's rows lie a multiple of 4 KiB apart; 16 rows
+    left after the pairs go to single tiles. Exact on 1 and 2 threads."""
+    from dsl.ops import permutation
+
+    def kernels(shape, dtype=np.float32):
+        x = rand(shape, dtype, seed=sum(shape))
+        for threads in (1, 2):
+            dsl.set_num_threads(threads)
+            assert np.array_equal(dsl.ops.permute(x, (0, 2, 1)), x.transpose(0, 2, 1)), (shape, threads)
+        dsl.set_num_threads(0)
+        plans = [plan for key, plan in permutation._plans.items() if key[:3] == (shape, x.itemsize, (0, 2, 1))]
+        return {fn for plan in plans for fn, _, _ in plan.steps}
+
+    assert kernels((5, 48, 80)) == {"pair_planes_u32", "tile_planes_u32"}  # 32 rows in pairs, 16 single
+    assert kernels((2, 64, 80)) == {"pairs_u32"}  # few planes: the rows of pairs on the threads
+    assert kernels((4, 64, 1024)) == {"tile_planes_u32"}  # input rows 4 KiB apart
+    assert kernels((4, 1024, 64)) == {"tile_planes_u32"}  # output rows 4 KiB apart
+    assert kernels((4, 64, 100)) == {"tile_planes_u32"}  # rows not whole lines
+    assert kernels((4, 64, 80), np.float64) == {"tile_planes_u64"}
+
+
 def test_nan_bits_kept():
     x = np.array([[np.nan, -0.0], [1.0, np.inf]], np.float32)
     x.view(np.uint32)[0, 0] = 0x7FC01234  # a NaN with a payload
@@ -178,7 +202,7 @@ for dtype in (np.uint8, np.int16, np.float32, np.float64):
 from dsl.ops.arrays import empty_aligned
 for dtype in (np.uint8, np.float32, np.float64):  # tiles from the column where out's rows are aligned
     for shape, axes in (((5, 272, 40), (0, 2, 1)), ((2, 300, 33), (0, 2, 1)), ((300, 7, 20), (2, 1, 0)),
-                        ((272, 40), (1, 0))):
+                        ((272, 40), (1, 0)), ((5, 48, 80), (0, 2, 1)), ((2, 80, 48), (0, 2, 1))):
         x = (rng.standard_normal(shape) * 100).astype(dtype)
         want = x.transpose(axes)
         for offset in (0, 1, 4, 13):
