@@ -112,6 +112,27 @@ def test_pairs_of_tiles_where_the_rows_allow():
     assert kernels((4, 64, 80), np.float64) == {"tile_planes_u64"}
 
 
+def test_a_reversal_takes_one_group_of_rows_through_every_plane():
+    """(2, 1, 0) of [I, J, K]: the planes (J) lie between the rows a tile
+    reads (I), so the tiles go one group of 16 rows through every plane at a
+    time (`tiles_by_group_*`, 4- and 8-byte elements); a (0, 2, 1) keeps its
+    planes outermost. Exact on 1 and 2 threads, edges included."""
+    from dsl.ops import permutation
+
+    def kernels(shape, axes, dtype):
+        x = rand(shape, dtype, seed=len(shape))
+        for threads in (1, 2):
+            dsl.set_num_threads(threads)
+            assert np.array_equal(dsl.ops.permute(x, axes), x.transpose(axes)), (shape, axes, threads)
+        dsl.set_num_threads(0)
+        plans = [plan for key, plan in permutation._plans.items() if key[:3] == (shape, x.itemsize, axes)]
+        return {fn for plan in plans for fn, _, _ in plan.steps}
+
+    assert kernels((20, 6, 48), (2, 1, 0), np.float32) == {"tiles_by_group_u32"}
+    assert kernels((20, 6, 48), (2, 1, 0), np.float64) == {"tiles_by_group_u64"}
+    assert kernels((6, 20, 50), (0, 2, 1), np.float32) == {"tile_planes_u32"}
+
+
 def test_nan_bits_kept():
     x = np.array([[np.nan, -0.0], [1.0, np.inf]], np.float32)
     x.view(np.uint32)[0, 0] = 0x7FC01234  # a NaN with a payload
