@@ -115,8 +115,9 @@ def test_pairs_of_tiles_where_the_rows_allow():
 def test_a_reversal_takes_one_group_of_rows_through_every_plane():
     """(2, 1, 0) of [I, J, K]: the planes (J) lie between the rows a tile
     reads (I), so the tiles go one group of 16 rows through every plane at a
-    time (`tiles_by_group_*`, 4- and 8-byte elements); a (0, 2, 1) keeps its
-    planes outermost. Exact on 1 and 2 threads, edges included."""
+    time (`tiles_by_group_*`, 4- and 8-byte elements) when the output's rows
+    start on a line; a (0, 2, 1) keeps its planes outermost. Exact on 1 and 2
+    threads, edges included."""
     from dsl.ops import permutation
 
     def kernels(shape, axes, dtype):
@@ -128,9 +129,18 @@ def test_a_reversal_takes_one_group_of_rows_through_every_plane():
         plans = [plan for key, plan in permutation._plans.items() if key[:3] == (shape, x.itemsize, axes)]
         return {fn for plan in plans for fn, _, _ in plan.steps}
 
-    assert kernels((20, 6, 48), (2, 1, 0), np.float32) == {"tiles_by_group_u32"}
-    assert kernels((20, 6, 48), (2, 1, 0), np.float64) == {"tiles_by_group_u64"}
+    assert kernels((32, 6, 50), (2, 1, 0), np.float32) == {"tiles_by_group_u32"}
+    assert kernels((32, 6, 50), (2, 1, 0), np.float64) == {"tiles_by_group_u64"}
     assert kernels((6, 20, 50), (0, 2, 1), np.float32) == {"tile_planes_u32"}
+    # rows that start inside a line are written through the cache: planes outermost, as before
+    from dsl.ops.arrays import empty_aligned
+
+    x = rand((64, 6, 48), np.float32)
+    room = empty_aligned((x.size + 4,), np.float32)
+    out = room[4:].reshape(48, 6, 64)  # 16 bytes past a line
+    assert np.array_equal(dsl.ops.permute(x, (2, 1, 0), out=out), x.transpose(2, 1, 0))
+    key = next(k for k in permutation._plans if k[:3] == (x.shape, 4, (2, 1, 0)) and k[4] == 16)
+    assert {fn for fn, _, _ in permutation._plans[key].steps} == {"tile_planes_u32"}
 
 
 def test_nan_bits_kept():
