@@ -265,7 +265,7 @@ def _rows_on_lines(dst: np.ndarray, first: int) -> bool:
     `tiles_by_group` takes the second part a whole pass over the planes
     later, when the line has left the cache (64 x 512 x 512 f32, (2, 1, 0),
     into np.empty's output, 16 bytes past a line: 10.4 -> 4.0 GB/s)."""
-    return (address(dst) + first * dst.itemsize) % _LINE == 0 and not (dst.strides[0] % _LINE or dst.strides[1] % _LINE)
+    return (address(dst) + first * dst.itemsize) % _LINE == 0 and _whole_lines(dst.strides[:2])
 
 
 def _in_pairs(src: np.ndarray, dst: np.ndarray) -> bool:
@@ -282,11 +282,10 @@ def _in_pairs(src: np.ndarray, dst: np.ndarray) -> bool:
     0.90); 2 threads: 1.01-1.23x, and 0.90-1.05x."""
     size = src.itemsize
     x_rows, y_rows = src.strides[2], abs(dst.strides[1])
-    whole_lines = x_rows % _LINE == 0 and y_rows % _LINE == 0
     return (
         size == 4
         and x_rows == src.shape[1] * size
-        and whole_lines
+        and _whole_lines((x_rows, y_rows))
         and x_rows * 2 * _TILE <= _PAIR_RUN
         and x_rows % _L1_PERIOD
         and y_rows % _L1_PERIOD
@@ -312,9 +311,14 @@ def _aligned_start(a: np.ndarray, axis: int, min_length: int) -> int:
     size = a.itemsize
     start = address(a)
     others = [s for k, s in enumerate(a.strides) if k != axis]
-    if size < 4 or start % size or a.shape[axis] < min_length or any(s % _LINE for s in others):
+    if size < 4 or start % size or a.shape[axis] < min_length or not _whole_lines(others):
         return 0
     return (-start) % _LINE // size
+
+
+def _whole_lines(strides) -> bool:
+    """Whether each of these strides (bytes) is a whole number of 64-byte lines."""
+    return all(s % _LINE == 0 for s in strides)
 
 
 def _blocks(n: int, first: int) -> list[tuple[int, int]]:
