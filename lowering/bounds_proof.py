@@ -126,9 +126,30 @@ def provably_in_bounds(index: ir.Expr, size: ir.Expr, loops: list[LoopRange]) ->
     if span is not None and isinstance(size, ir.Shape) and isinstance(size.tensor.dims[size.axis], int):
         return span[0] >= 0 and span[1] < size.tensor.dims[size.axis]
     form, bound = linear(index), linear(size)
+    spread = (0, 0)
+    if form is None:
+        form, spread = _linear_and_bounded(index, loops)
     if form is None or bound is None:
         return False
-    return any(_below(form, bound, choice) for choice in _min_choices(loops))
+    return any(_below(form, bound, choice, spread) for choice in _min_choices(loops))
+
+
+def _linear_and_bounded(index: ir.Expr, loops: list[LoopRange]) -> tuple[Linear | None, tuple[int, int]]:
+    """`index` as a sum of a linear form and terms of constant range
+    (`16 * jb + (12 * il) % 16 + jl`: the form 16 jb + jl, and (0, 15)),
+    or (None, _) when some term is neither."""
+    form: Linear = {1: 0}
+    low = high = 0
+    for term in summands(index):
+        part = linear(term)
+        if part is not None:
+            form = _add(form, part, 1)
+            continue
+        span = _const_range(term, loops)
+        if span is None:
+            return None, (0, 0)
+        low, high = low + span[0], high + span[1]
+    return form, (low, high)
 
 
 _MAX_MIN_LOOPS = 3  # loops stopping at a min(a, b) whose sides are tried one by one
@@ -150,12 +171,25 @@ def _min_choices(loops: list[LoopRange]):
         yield choice
 
 
-def _below(form: Linear, bound: Linear, loops: list[LoopRange]) -> bool:
-    """0 <= form < bound over the loops' ranges."""
+def summands(e: ir.Expr) -> list[ir.Expr]:
+    """The terms of a sum `a + b + ...` (`e` itself when it is no sum)."""
+    terms, stack = [], [e]
+    while stack:
+        e = stack.pop()
+        if isinstance(e, ir.Binary) and e.op == "+":
+            stack += [e.lhs, e.rhs]
+        else:
+            terms.append(e)
+    return terms
+
+
+def _below(form: Linear, bound: Linear, loops: list[LoopRange], spread: tuple[int, int] = (0, 0)) -> bool:
+    """0 <= form + t < bound over the loops' ranges, for any t in `spread`."""
     low = _extreme(form, loops, largest=False)
     high = _extreme(form, loops, largest=True)
     if low is None or high is None:
         return False
+    low, high = _add(low, {1: spread[0]}, 1), _add(high, {1: spread[1]}, 1)
     nonneg = all(v >= 0 for v in low.values())
     slack = _add(_undivide(high), bound, -1)  # high - size must be <= -1
     below = all(v <= 0 for k, v in slack.items() if k != 1) and slack.get(1, 0) <= -1

@@ -17,14 +17,13 @@ products. Bad arguments raise numpy's errors before any native code runs.
 
 from __future__ import annotations
 
-import functools
 
 import numpy as np
 
 from .arrays import (SUFFIX, as_array, as_view, check_float_dtype, check_out, finish, kernel_view,
                      merge_axes, view_as, writable_target)
 from .einsum import contract
-from .library import stdlib_module
+from .library import stdlib_module, wide_vectors
 from .matvec_calls import matvec_calls as _matvec_calls, run_matvec as _matvec
 from .permutation import permute
 
@@ -135,21 +134,10 @@ _DOT_ROWS = 8
 _WIDE_DOT_ROWS = 256
 
 
-@functools.cache
-def _wide_vectors() -> bool:
-    """Whether the stdlib is compiled for 512-bit vectors (the target of
-    the environment's options: the host unless DSL_CPU and such say otherwise)."""
-    from dsl import options as options_mod
-    from dsl.backends.target import make_target
-
-    opts = options_mod.from_env(None)
-    return make_target(opts.triple, opts.cpu, opts.features).vector_bits >= 512
-
-
 def _dot_kernel(lib, m: int, k: int):
     """The kernel of A @ B.T as dot products for m rows of A and a sum of
     length k, or None when the packed GEMM does better."""
-    wide = _wide_vectors()
+    wide = wide_vectors()
     if m <= _DOT_ROWS or (wide and m <= min(_WIDE_DOT_ROWS, k // 2)):
         return lib.matmul_nt_blocks_f32 if wide else lib.matmul_nt_rows_f32
     return None

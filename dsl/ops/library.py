@@ -14,6 +14,7 @@ compile once per machine, and later processes load the cached `.so`.
 
 from __future__ import annotations
 
+import functools
 import tempfile
 import threading
 from pathlib import Path
@@ -34,6 +35,16 @@ def stdlib_path(name: str) -> Path:
     if not path.is_file():
         raise ValueError(f"no standard-library module '{name}' (looked for {path})")
     return path
+
+
+@functools.cache
+def wide_vectors() -> bool:
+    """Whether the stdlib is compiled for 512-bit vectors (the target of
+    the environment's options: the host unless DSL_CPU and such say otherwise)."""
+    from dsl.backends.target import make_target
+
+    opts = options_mod.from_env(None)
+    return make_target(opts.triple, opts.cpu, opts.features).vector_bits >= 512
 
 
 def _key(name: str, opts: options_mod.CompileOptions) -> str:

@@ -31,6 +31,7 @@ from .arrays import address, as_array, check_out, empty_aligned, finish, merge_a
 from .call_plans import record, remember
 from .library import stdlib_module
 from .permute_channels import CHANNELS, channels
+from .permute_shifted import shifted
 
 _BITS = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
 _library: list = []
@@ -107,15 +108,16 @@ def _kernels():
 
 
 class _Kernels:
-    """The kernels of stdlib/permute.tk and stdlib/channels.tk as one library
+    """The kernels of stdlib/permute.tk, permute_shifted.tk and channels.tk as one library
     (a recorded plan names its kernels, whichever module holds them); each
     found once, then an attribute of its own."""
 
     def __init__(self):
-        self._permute, self._channels = stdlib_module("permute"), stdlib_module("channels")
+        self._modules = [stdlib_module(m) for m in ("permute", "permute_shifted", "channels")]
 
     def __getattr__(self, name: str):
-        kernel = getattr(self._permute, name, None) or getattr(self._channels, name)
+        kernel = next((k for k in (getattr(m, name, None) for m in self._modules[:-1]) if k), None)
+        kernel = kernel or getattr(self._modules[-1], name)
         setattr(self, name, kernel)
         return kernel
 
@@ -222,6 +224,8 @@ def _tiles(lib, t: str, src: np.ndarray, dst: np.ndarray) -> None:
     overlap the others (the same values written twice): element by element,
     12 columns at the start of 64 x 512 x 512 f32 rows, axes (0, 2, 1), took
     a fifth of the time."""
+    if shifted(lib, src, dst, lambda s, d: _tiles(lib, t, s, d)):  # dst's rows start inside lines
+        return
     rows, cols = src.shape[1:]
     first_row, first = _aligned_start(src, 1, _SHIFT_MIN_INPUT), _aligned_start(dst, 2, _SHIFT_MIN_COLS)
     row_blocks = _blocks(rows, first_row)

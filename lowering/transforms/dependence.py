@@ -15,7 +15,7 @@ Anything else is refused with the reason; the tests err on the side of "no".
 from __future__ import annotations
 
 from .. import ir
-from ..bounds_proof import LoopRange, _extreme, linear
+from ..bounds_proof import LoopRange, _extreme, linear, summands
 from ..rewrite import assigned_syms, stmt_exprs, walk_expr, walk_stmts
 from .nest import ScheduleError
 
@@ -162,11 +162,11 @@ def _located_accesses(body, ranges: list):
 def _separating(accesses_, axis: int, var: ir.Sym, changing: set) -> bool:
     coef, base, low, high = None, None, None, None
     for indices, ranges in accesses_:
-        form = linear(indices[axis])
+        form, fixed = _linear_and_fixed(indices[axis], var, changing)
         if form is None or not form.get(var):
             return False
         inner = {k: v for k, v in form.items() if k == 1 or k in changing}
-        outer = {k: v for k, v in form.items() if k not in inner and k is not var}
+        outer = {k: v for k, v in form.items() if k not in inner and k is not var} | fixed
         if coef is None:
             coef, base = form[var], outer
         elif form[var] != coef or outer != base:
@@ -178,6 +178,29 @@ def _separating(accesses_, axis: int, var: ir.Sym, changing: set) -> bool:
         low = lo.get(1, 0) if low is None else min(low, lo.get(1, 0))
         high = hi.get(1, 0) if high is None else max(high, hi.get(1, 0))
     return high - low < abs(coef)
+
+
+def _linear_and_fixed(index: ir.Expr, var: ir.Sym, changing: set) -> tuple[dict | None, dict]:
+    """`index` as a linear form plus terms that are not linear but fixed
+    for one iteration (they read neither `var` nor a local it changes): a
+    tile row's shift `(12 * il) % 16` in `16 * jb + (12 * il) % 16 + jl`,
+    fixed in the loop over jl. Those come back keyed by their expression,
+    to be compared between accesses like the form's loop-invariant part."""
+    form = linear(index)
+    if form is not None:
+        return form, {}
+    form, fixed = {}, {}
+    for term in summands(index):
+        part = linear(term)
+        if part is not None:
+            for k, v in part.items():
+                form[k] = form.get(k, 0) + v
+        elif any(isinstance(n, ir.Var) and (n.sym is var or n.sym in changing) for n in walk_expr(term)):
+            return None, {}
+        else:
+            key = ("fixed", expr_key(term))
+            fixed[key] = fixed.get(key, 0) + 1
+    return {k: v for k, v in form.items() if v or k == 1}, fixed
 
 
 def depends_on(index: ir.Expr, var: ir.Sym) -> bool:

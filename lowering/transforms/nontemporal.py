@@ -6,7 +6,8 @@ scalar head would round some functions differently, so an element's value
 would depend on the array's address); the rest is vectorized as usual and
 its full, unmasked vector stores to `out` are marked `nontemporal`. When
 the stores are aligned exactly when `out`'s rows are (`aligned_with_tensor`),
-there is no head.
+or the loop is one vector (w iterations: a tile's row, which the kernel
+places on a line itself), there is no head.
 
     for i in range(a, b):               h = min(align_gap(out[a], 64), max(b - a, 0))
         out[i] = f(i)           -->     for i.head in range(a, a + h): out[i.head] = f(i.head)

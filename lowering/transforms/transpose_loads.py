@@ -25,6 +25,15 @@ single ramp on an axis other than the innermost, and whose innermost index is
 `base + i` (the loop variable with coefficient 1; `base` free of it). The
 tensor must not be written in the loop (nor anything, in an `inplace` kernel,
 where outputs may alias it): the rows are read before the copies run.
+
+The ramp may also be shifted by the loop variable, by a different constant
+d(i) in [0, W) for each of the W iterations (`X[16 jb + (12 i) % 16 + ramp,
+16 ib + i]`: each row of a tile of Y starts on a cache line when Y's rows are
+4 elements mod 16 apart). Then 2W rows are read (those up to W + max d - 1;
+the lanes past them are never picked), both W x W blocks are transposed, and
+column i is lanes d(i) ... d(i) + W - 1 of the two blocks' columns i, end to
+end: one two-source shuffle (`valignd`). Only where one register holds W
+lanes.
 """
 
 from __future__ import annotations
@@ -73,6 +82,9 @@ def _rewrite(kernel: ir.Kernel, loop: ir.Stmt, machine: Machine):
     trips = loop.stop.value - loop.start.value
     if any(lanes_of(b) != width for b in blocks) or trips % width or len(loop.body) * width > MAX_STATEMENTS:
         return None
+    shifted = any(_shifted(b, loop) for b in blocks)
+    if shifted and (trips != width or any(machine.lanes(b.type) < width for b in blocks)):
+        return None
     return _transposed(loop, blocks, width, trips, machine)
 
 
@@ -83,15 +95,15 @@ def _blocks(kernel: ir.Kernel, loop: ir.For) -> list[ir.Load]:
     for s in loop.body:
         for e in stmt_exprs(s):
             for n in walk_expr(e):
-                if isinstance(n, ir.Load) and _eligible(n, loop.var):
+                if isinstance(n, ir.Load) and _eligible(n, loop):
                     if n.tensor in written or (written and kernel.options.inplace):
                         return []
                     found.setdefault(expr_key(n), n)
     return list(found.values())[:MAX_BLOCKS]
 
 
-def _eligible(load: ir.Load, var: ir.Sym) -> bool:
-    width = lanes_of(load)
+def _eligible(load: ir.Load, loop: ir.For) -> bool:
+    width, var = lanes_of(load), loop.var
     if load.mask is not None or not load.safe or width < 2 or width & (width - 1):
         return False
     *outer, inner = load.indices
@@ -99,7 +111,9 @@ def _eligible(load: ir.Load, var: ir.Sym) -> bool:
     if lanes_of(inner) != 1 or form is None or form.get(var) != 1 or _uses(inner, var) != 1:
         return False
     vector_axes = [i for i in outer if lanes_of(i) > 1]
-    if len(vector_axes) != 1 or any(_uses(i, var) for i in outer):
+    if len(vector_axes) != 1 or any(_uses(i, var) for i in outer if lanes_of(i) == 1):
+        return False
+    if _uses(vector_axes[0], var) and _shifted(load, loop) is None:
         return False
     vectors = [n for n in walk_expr(vector_axes[0]) if lanes_of(n) > 1]
     ramps = [n for n in vectors if isinstance(n, ir.Ramp)]
@@ -124,8 +138,12 @@ def _transposed(loop: ir.For, blocks: list[ir.Load], width: int, trips: int, mac
     for q in range(width // n):
         columns: dict = {}
         for k, load in enumerate(blocks):
-            stmts, columns[expr_key(load)] = _columns(load, loop.var, first, q, n, f"{load.tensor.name}.{k}",
-                                                     loop.span)
+            label = f"{load.tensor.name}.{k}"
+            shift = _shifted(load, loop)
+            if shift is None:
+                stmts, columns[expr_key(load)] = _columns(load, loop.var, first, q, n, label, loop.span)
+            else:
+                stmts, columns[expr_key(load)] = _shifted_columns(*shift, loop.var, first, label, loop.span)
             body.extend(stmts)
         for c in range(n):
             def pick(e: ir.Expr, c=c) -> ir.Expr:
@@ -158,6 +176,107 @@ def _columns(load: ir.Load, var: ir.Sym, first: ir.Expr, q: int, n: int, label: 
         for c, col in enumerate(_interleave_rounds(rows, local, f".{p}.{q}" if n < width else "")):
             parts[c].append(col)
     return out, [_join(column, local, f"c{q * n + c}") for c, column in enumerate(parts)]
+
+
+def _shifted_columns(load: ir.Load, shifts: tuple[int, ...], var: ir.Sym, first: ir.Expr, label: str,
+                     span) -> tuple[list[ir.Stmt], list[ir.Var]]:
+    """Statements putting column c of the block `load` (its ramp unshifted)
+    gathers from, moved down by shifts[c] rows, into the returned locals:
+    rows 0 ... W + max(shifts) - 1 read, two W x W transposes, then for each
+    shifted column one shuffle of the two blocks' columns."""
+    width = lanes_of(load)
+    out: list[ir.Stmt] = []
+
+    def local(name: str, value: ir.Expr, lanes: int = width) -> ir.Var:
+        sym = ir.Sym(f"{label}.{name}", value.type, "local", lanes=lanes)
+        out.append(ir.Assign(sym, value, span))
+        return ir.Var(sym)
+
+    count = width + max(shifts)
+    rows = [local(f"r{s}", _row(load, var, first, s, width)) for s in range(count)]
+    rows += [rows[-1]] * (2 * width - count)  # lanes no column picks
+    blocks = [_interleave_rounds(rows[b * width:(b + 1) * width], local, f".{b}") for b in range(2)]
+    columns = []
+    for c, d in enumerate(shifts):
+        low, high = blocks[0][c], blocks[1][c]
+        columns.append(low if d == 0 else local(f"c{c}", ir.Shuffle(low, high, tuple(range(d, d + width)))))
+    return out, columns
+
+
+def _shifted(load: ir.Load, loop: ir.For) -> tuple[ir.Load, tuple[int, ...]] | None:
+    """For a load whose ramp (of stride 1) is shifted by the loop variable,
+    `load` unshifted and the shift d(i) of each iteration, d(i) in [0, W)
+    (the least taken into the ramp); None for any other load."""
+    *outer, _ = load.indices
+    axis = next(k for k, i in enumerate(outer) if lanes_of(i) > 1)
+    if not (isinstance(loop.start, ir.Const) and isinstance(loop.stop, ir.Const)):
+        return None
+    ramps, shift = [], []
+    rest = _without_shift(outer[axis], loop.var, ramps, shift)
+    if not shift or rest is None or len(ramps) != 1 or ramps[0].stride != 1:
+        return None
+    values = []
+    for v in range(loop.start.value, loop.stop.value):
+        value = _evaluate(shift, loop.var, v)
+        if value is None:
+            return None
+        values.append(value)
+    low = min(values)
+    shifts = tuple(v - low for v in values)
+    if max(shifts) >= lanes_of(load):
+        return None
+    rest = map_expr(rest, lambda n: ir.Ramp(add(n.base, i64(low)), 1, n.lanes, n.span) if isinstance(n, ir.Ramp)
+                    else n)
+    indices = list(load.indices)
+    indices[axis] = rest
+    return replace(load, indices=tuple(indices)), shifts
+
+
+def _without_shift(e: ir.Expr, var: ir.Sym, ramps: list, shift: list) -> ir.Expr | None:
+    """`e` without its terms (summands, also of a ramp's base) that read
+    `var`, which go to `shift`; its ramps go to `ramps`. None when a
+    vector term reads `var`."""
+    if isinstance(e, ir.Binary) and e.op == "+":
+        a, b = _without_shift(e.lhs, var, ramps, shift), _without_shift(e.rhs, var, ramps, shift)
+        if a is None or b is None:
+            return None
+        return replace(e, lhs=a, rhs=b)
+    if isinstance(e, ir.Ramp):
+        base = _without_shift(e.base, var, [], shift)
+        ramps.append(e)
+        return None if base is None else replace(e, base=base)
+    if _uses(e, var):
+        if lanes_of(e) > 1:
+            return None
+        shift.append(e)
+        return i64(0)
+    return e
+
+
+def _evaluate(terms: list[ir.Expr], var: ir.Sym, value: int) -> int | None:
+    """The sum of `terms` with `var` = value, when they hold nothing else."""
+    def ev(e: ir.Expr) -> int | None:
+        match e:
+            case ir.Const(v) if isinstance(v, int) and not isinstance(v, bool):
+                return v
+            case ir.Var(sym) if sym is var:
+                return value
+            case ir.Binary("+" | "-" | "*" | "//" | "%" as op, a, b):
+                x, y = ev(a), ev(b)
+                if x is None or y is None:
+                    return None
+                if op in ("//", "%"):  # as the target computes them: for x >= 0, y > 0 only
+                    return None if x < 0 or y <= 0 else x // y if op == "//" else x % y
+                return x + y if op == "+" else x - y if op == "-" else x * y
+        return None
+
+    total = 0
+    for t in terms:
+        v = ev(t)
+        if v is None:
+            return None
+        total += v
+    return total
 
 
 def _row(load: ir.Load, var: ir.Sym, first: ir.Expr, s: int, lanes: int) -> ir.Load:

@@ -70,7 +70,8 @@ def run(kernel: ir.Kernel, d, machine: Machine = Machine(), remarks: list | None
         # Checked on the whole loop: the head's length is not affine, and the
         # rest, a shifted part of the loop, touches a subset of its elements.
         _check_separated(loop, d.span)
-        if not nontemporal.aligned_with_tensor(kernel, loop, stream, width, d.span):
+        # One vector (a tile's row) has nothing to peel: a head would split it in two.
+        if _constant_trips(loop) != width and not nontemporal.aligned_with_tensor(kernel, loop, stream, width, d.span):
             pieces, loop = nontemporal.peel_head(kernel, loop, stream, width, d.span)
     main, rest = split_loop(loop, width, "peel", d.span)
     trips = _constant_trips(rest)

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import dsl
+from dsl.ops.library import wide_vectors
 
 RTOL = {np.float32: 1e-6, np.float64: 1e-14}
 
@@ -345,7 +346,7 @@ def test_few_rows_times_w_t_are_dot_products(m, k, n, monkeypatch):
 
     if dense._dot_kernel(dense._kernels(), m, k) is None:
         pytest.skip("this machine's vectors take the packed GEMM for these sizes")
-    name = "matmul_nt_blocks_f32" if dense._wide_vectors() else "matmul_nt_rows_f32"
+    name = "matmul_nt_blocks_f32" if wide_vectors() else "matmul_nt_rows_f32"
 
     x, w = rand((m, k)), rand((n, k), seed=1)
     called = []

@@ -112,6 +112,38 @@ def test_pairs_of_tiles_where_the_rows_allow():
     assert kernels((4, 64, 80), np.float64) == {"tile_planes_u64"}
 
 
+def test_rows_inside_lines_take_shifted_tiles(monkeypatch):
+    """Output rows s = 1 ... 15 elements mod 16 apart start inside lines at
+    different places: a large (streamed) output takes `shifted{s}_u32`, each
+    tile row from its own first whole line, and the rows' ends the ordinary
+    tiles; planes a whole number of lines apart in one call, others (and
+    fewer than 4 planes) as parts of rows. Streaming forced for these small
+    arrays; exact at 1 and 2 threads, `out` at two places in a line, nothing
+    written outside it."""
+    from dsl.ops import permutation
+    from dsl.ops.arrays import empty_aligned
+    from dsl.ops.library import wide_vectors
+
+    monkeypatch.setenv("DSL_STREAM_BYTES", "0")  # read by the op at each choice
+    monkeypatch.setattr(permutation, "_plans", {})
+    monkeypatch.setattr(permutation, "_fresh", {})
+    for planes, s, rows in ((5, 4, 40), (6, 1, 48), (1, 15, 70), (2, 8, 33), (4, 12, 64)):
+        x = rand((planes, 48 + s, rows), np.float32, seed=s)
+        want = x.transpose(0, 2, 1)
+        for offset in (0, 5):
+            room = empty_aligned((want.size + 32,), np.float32)
+            room[:] = -1
+            out = room[offset : offset + want.size].reshape(want.shape)
+            for threads in (1, 2):
+                dsl.set_num_threads(threads)
+                dsl.ops.permute(x, (0, 2, 1), out=out)
+                assert np.array_equal(out, want), (planes, s, rows, offset, threads)
+            dsl.set_num_threads(0)
+            assert (room[:offset] == -1).all() and (room[offset + want.size :] == -1).all()
+        steps = {fn for key, plan in permutation._plans.items() if key[0] == x.shape for fn, _, _ in plan.steps}
+        assert (f"shifted{s}_u32" in steps) == wide_vectors(), (planes, s, steps)
+
+
 def test_a_reversal_takes_one_group_of_rows_through_every_plane():
     """(2, 1, 0) of [I, J, K]: the planes (J) lie between the rows a tile
     reads (I), so the tiles go one group of 16 rows through every plane at a
