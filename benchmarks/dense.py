@@ -164,10 +164,11 @@ def permute_rows(threads, repeats) -> list[list[str]]:
         shape = x.transpose(axes).shape
         out = empty_aligned(shape, np.float32) if where == "aligned" else np.empty(shape, np.float32)
         rows += _permute_rows(f"permute {x.shape} {axes}, out {where}", x, axes, out, threads, repeats)
-    for shape, axes in OTHER_PERMUTES:
-        other = rng.standard_normal(shape, np.float32)
-        out = empty_aligned(other.transpose(axes).shape, np.float32)
-        rows += _permute_rows(f"permute {shape} {axes}, out aligned", other, axes, out, threads, repeats)
+    for shape, axes, dtype in OTHER_PERMUTES:
+        other = rng.standard_normal(shape).astype(dtype)
+        out = empty_aligned(other.transpose(axes).shape, dtype)
+        kind = "" if dtype == np.float32 else f"{np.dtype(dtype).name} "
+        rows += _permute_rows(f"permute {kind}{shape} {axes}, out aligned", other, axes, out, threads, repeats)
     square = x.reshape(4096, 4096)  # a matrix transposed, its rows 16 KiB apart (a power of two)
     rows += _permute_rows("permute (4096, 4096) (1, 0), out aligned", square, (1, 0),
                           empty_aligned((4096, 4096), np.float32), threads, repeats)
@@ -191,9 +192,10 @@ def _permute_rows(label: str, x: np.ndarray, axes: tuple, out: np.ndarray, threa
 
 
 # Rows that are no power of two apart: whole lines (3 and 2.5 KiB; 4-byte
-# tiles go in pairs), and rows of 2000 bytes, most of which start inside a
-# line (no tile row can be streamed whole).
-OTHER_PERMUTES = [((48, 640, 768), (0, 2, 1)), ((48, 640, 768), (2, 1, 0)), ((60, 500, 500), (0, 2, 1))]
+# tiles go in pairs), and rows of 500 elements, most of which start inside a
+# line (each tile row starts at its own first whole line: permute_shifted.tk).
+OTHER_PERMUTES = [((48, 640, 768), (0, 2, 1), np.float32), ((48, 640, 768), (2, 1, 0), np.float32),
+                  ((60, 500, 500), (0, 2, 1), np.float32), ((60, 500, 500), (0, 2, 1), np.float64)]
 
 
 # An image's HWC to CHW and back (stdlib/channels.tk).

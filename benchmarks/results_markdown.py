@@ -40,7 +40,11 @@ NOTES = {
                 "reads each tile's 16 rows from 16 planes of x, a plane apart: the tiles take one group of 16 "
                 "rows through all the planes at a time, so that the reads are 16 streams (more streams at "
                 "once, or the rows read one after another into a buffer first, ran slower). Output rows that start "
-                "inside a line (rows of 2000 bytes) are written through the cache. An image's pixels of 3 channels "
+                "inside lines at different places (rows of 500 elements) take tiles whose rows each start at "
+                "their own first whole line: such a tile reads up to twice as many rows of x and shifts each "
+                "row of the transpose into place with one shuffle. The rows' first and last partial lines go "
+                "to ordinary tiles in passes of their own, written through the cache: that is most of what "
+                "these permutes lose against a copy. An image's pixels of 3 channels "
                 "go to planes and back a register of pixels at a time, the channels shuffled out of the loaded "
                 "pixels or into the stored ones.",
     "quant.py": "Where the time goes. Quantize: the k-quant searches are compute-bound, and each block's "

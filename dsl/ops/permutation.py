@@ -12,7 +12,9 @@ registers: by `tile_planes_*` (`tiles_*` for fewer than 4 planes;
 the tiles stream their rows to a large output, so the grid of tiles starts
 where the output's rows are 64-byte aligned (an output this function
 allocates is), and where the input's columns are, so that no tile reads half
-a line; the ragged edges go to whole tiles that overlap those. Planes
+a line; the ragged edges go to whole tiles that overlap those. Output rows
+that start inside lines at different places take shifted tiles, each row
+from its own first line (permute_shifted.py). Planes
 narrower than a tile go to `permute2/3_*` (32 x 32 tiles, element by element).
 When the two share their contiguous axis, rows are copied whole instead (64
 x 512 x 512, axes (1, 0, 2): 32 x 32 tiles read 32 rows 4 MiB apart), in the
@@ -217,14 +219,16 @@ def _rows_in_input_order(src: np.ndarray) -> bool:
     return src.shape[0] < src.shape[1]
 
 
-def _tiles(lib, t: str, src: np.ndarray, dst: np.ndarray) -> None:
+def _tiles(lib, t: str, src: np.ndarray, dst: np.ndarray, shift: bool = True) -> None:
     """dst = src ([P, A, B], A and B >= 16; src contiguous along A, dst along
     B): whole 16 x 16 tiles in registers, from the row where src's columns
-    and the column where dst's rows are aligned. The rows and columns left over go to whole tiles too, that
-    overlap the others (the same values written twice): element by element,
-    12 columns at the start of 64 x 512 x 512 f32 rows, axes (0, 2, 1), took
-    a fifth of the time."""
-    if shifted(lib, src, dst, lambda s, d: _tiles(lib, t, s, d)):  # dst's rows start inside lines
+    and the column where dst's rows are aligned. The rows and columns left
+    over go to whole tiles too, that overlap the others (the same values
+    written twice): element by element, 12 columns at the start of 64 x 512
+    x 512 f32 rows, axes (0, 2, 1), took a fifth of the time. Rows of dst
+    that start inside lines at different places go to the shifted tiles
+    (permute_shifted.py; `shift`), whose ends come back here without it."""
+    if shift and shifted(lib, src, dst, lambda s, d: _tiles(lib, t, s, d, shift=False)):  # rows inside lines
         return
     rows, cols = src.shape[1:]
     first_row, first = _aligned_start(src, 1, _SHIFT_MIN_INPUT), _aligned_start(dst, 2, _SHIFT_MIN_COLS)

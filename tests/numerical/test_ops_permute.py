@@ -113,8 +113,9 @@ def test_pairs_of_tiles_where_the_rows_allow():
 
 
 def test_rows_inside_lines_take_shifted_tiles(monkeypatch):
-    """Output rows s = 1 ... 15 elements mod 16 apart start inside lines at
-    different places: a large (streamed) output takes `shifted{s}_u32`, each
+    """Output rows s = 1 ... n - 1 elements mod n apart (n to a line: 16 f32,
+    8 f64) start inside lines at different places: a large (streamed)
+    output takes `shifted{s}_u32` / `_u64`, each
     tile row from its own first whole line, and the rows' ends the ordinary
     tiles; planes a whole number of lines apart in one call, others (and
     fewer than 4 planes) as parts of rows. Streaming forced for these small
@@ -127,21 +128,24 @@ def test_rows_inside_lines_take_shifted_tiles(monkeypatch):
     monkeypatch.setenv("DSL_STREAM_BYTES", "0")  # read by the op at each choice
     monkeypatch.setattr(permutation, "_plans", {})
     monkeypatch.setattr(permutation, "_fresh", {})
-    for planes, s, rows in ((5, 4, 40), (6, 1, 48), (1, 15, 70), (2, 8, 33), (4, 12, 64)):
-        x = rand((planes, 48 + s, rows), np.float32, seed=s)
+    cases = [(np.float32, 5, 4, 40), (np.float32, 6, 1, 48), (np.float32, 1, 15, 70), (np.float32, 2, 8, 33),
+             (np.float32, 4, 12, 64), (np.float64, 5, 3, 40), (np.float64, 1, 6, 37)]
+    for dtype, planes, s, rows in cases:
+        n = 64 // np.dtype(dtype).itemsize  # elements to a line
+        x = rand((planes, 3 * n + s, rows), dtype, seed=s)
         want = x.transpose(0, 2, 1)
         for offset in (0, 5):
-            room = empty_aligned((want.size + 32,), np.float32)
+            room = empty_aligned((want.size + 32,), dtype)
             room[:] = -1
             out = room[offset : offset + want.size].reshape(want.shape)
             for threads in (1, 2):
                 dsl.set_num_threads(threads)
                 dsl.ops.permute(x, (0, 2, 1), out=out)
-                assert np.array_equal(out, want), (planes, s, rows, offset, threads)
+                assert np.array_equal(out, want), (dtype, planes, s, rows, offset, threads)
             dsl.set_num_threads(0)
             assert (room[:offset] == -1).all() and (room[offset + want.size :] == -1).all()
         steps = {fn for key, plan in permutation._plans.items() if key[0] == x.shape for fn, _, _ in plan.steps}
-        assert (f"shifted{s}_u32" in steps) == wide_vectors(), (planes, s, steps)
+        assert (f"shifted{s}_u{8 * x.itemsize}" in steps) == wide_vectors(), (dtype, planes, s, steps)
 
 
 def test_a_reversal_takes_one_group_of_rows_through_every_plane():

@@ -108,47 +108,49 @@ def test_interpreter_runs_the_shuffles_as_native_code_does(tmp_path_factory):
 
 # Each row of a tile of Y from where it reaches a line: the ramp shifted by (12 il) % 16.
 SHIFTED = """
-@schedule(vectorize(jl, 16))
+@schedule(vectorize(jl, {n}))
 def shifted(X: {t}[J, I], Y: {t}[I, J]):
-    for jb in range(J // 16 - 1):
-        for ib in range(I // 16):
-            for il in range(16):
-                for jl in range(16):
-                    Y[16 * ib + il, 16 * jb + ({m} * il) % 16 + jl] = X[16 * jb + ({m} * il) % 16 + jl, 16 * ib + il]
+    for jb in range(J // {n} - 1):
+        for ib in range(I // {n}):
+            for il in range({n}):
+                for jl in range({n}):
+                    Y[{n} * ib + il, {n} * jb + ({m} * il) % {n} + jl] = X[{n} * jb + ({m} * il) % {n} + jl, {n} * ib + il]
 """
 
 
-def _shifted_tile_reference(x: np.ndarray, m: int) -> np.ndarray:
-    """What SHIFTED writes into zeros: row i from column (m i) % 16, 16 columns per jb."""
+def _shifted_tile_reference(x: np.ndarray, m: int, n: int) -> np.ndarray:
+    """What SHIFTED writes into zeros: row i from column (m i) % n, n columns per jb."""
     cols, rows = x.shape
     y = np.zeros((rows, cols), x.dtype)
-    for i in range(rows - rows % 16):
-        d = (m * i) % 16
-        span = slice(d, d + 16 * (cols // 16 - 1))
+    for i in range(rows - rows % n):
+        d = (m * i) % n
+        span = slice(d, d + n * (cols // n - 1))
         y[i, span] = x[span, i]
     return y
 
 
-@pytest.mark.parametrize("m", [12, 1, 15, 8])
-def test_shifted_rows_read_two_blocks_and_align_each_column(m, tmp_path_factory):
-    """A ramp shifted by a constant d(il) < 16 per iteration: 16 + max d rows
-    read, two 16 x 16 transposes, and one two-source shuffle per shifted
-    column (lanes d ... d + 15 of the two blocks' columns); no gather left.
-    Native code and the interpreter write exactly the shifted rows."""
-    text = SHIFTED.format(t="u32", m=m)
+@pytest.mark.parametrize("t, n, m", [("u32", 16, 12), ("u32", 16, 1), ("u32", 16, 15), ("u32", 16, 8),
+                                     ("u64", 8, 3), ("u64", 8, 6)])
+def test_shifted_rows_read_two_blocks_and_align_each_column(t, n, m, tmp_path_factory):
+    """A ramp shifted by a constant d(il) < W per iteration: W + max d rows
+    read, two W x W transposes, and one two-source shuffle per shifted
+    column (lanes d ... d + W - 1 of the two blocks' columns); no gather
+    left. Native code and the interpreter write exactly the shifted rows."""
+    text = SHIFTED.format(t=t, m=m, n=n)
     kernel = compile_to(text, "schedule", cpu="znver4").program.kernels[0]
-    shifts = [(m * il) % 16 for il in range(16)]
+    shifts = [(m * il) % n for il in range(n)]
     assert not _gathers(kernel)
-    loads = [n for n in _loads(kernel) if lanes_of(n) == 16]
-    assert len({repr(n.indices) for n in loads}) == 16 + max(shifts)
-    aligns = [n for s in walk_stmts(kernel.body) for e in stmt_exprs(s) for n in walk_expr(e)
-              if isinstance(n, ir.Shuffle) and n.mask[0] > 0 and n.mask == tuple(range(n.mask[0], n.mask[0] + 16))]
-    assert sorted(n.mask[0] for n in aligns) == sorted(d for d in shifts if d)
+    loads = [e for e in _loads(kernel) if lanes_of(e) == n]
+    assert len({repr(e.indices) for e in loads}) == n + max(shifts)
+    aligns = [e for s in walk_stmts(kernel.body) for x in stmt_exprs(s) for e in walk_expr(x)
+              if isinstance(e, ir.Shuffle) and e.mask[0] > 0 and e.mask == tuple(range(e.mask[0], e.mask[0] + n))]
+    assert sorted(e.mask[0] for e in aligns) == sorted(d for d in shifts if d)
     rng = np.random.default_rng(m)
-    x = rng.integers(0, 2**32, size=(70, 40), dtype=np.uint32)  # J = 70 (3 steps of 16 lines), I = 40
-    want = _shifted_tile_reference(x, m)
-    native = np.zeros((40, 70), np.uint32)
-    load_library(text, tmp_path_factory, f"shifted_{m}", cpu="znver4").shifted(x, native)
+    dtype = np.dtype(t.replace("u", "uint"))
+    x = rng.integers(0, np.iinfo(dtype).max, size=(70, 40), dtype=dtype)  # J = 70, I = 40
+    want = _shifted_tile_reference(x, m, n)
+    native = np.zeros((40, 70), dtype)
+    load_library(text, tmp_path_factory, f"shifted_{t}_{m}", cpu="znver4").shifted(x, native)
     np.testing.assert_array_equal(native, want)
     interpreted = np.zeros_like(native)
     run_kernel(kernel, {"X": x, "Y": interpreted})
@@ -159,7 +161,7 @@ def test_shifted_rows_keep_their_gathers_where_a_register_is_narrower():
     """AVX2 holds 8 of the 16 lanes: the shifted block is not split in pieces,
     the loads stay gathers (correct, slower); the op picks these kernels only
     with 512-bit vectors."""
-    kernel = compile_to(SHIFTED.format(t="u32", m=12), "schedule", cpu="znver3").program.kernels[0]
+    kernel = compile_to(SHIFTED.format(t="u32", m=12, n=16), "schedule", cpu="znver3").program.kernels[0]
     assert _gathers(kernel) and not _shuffles(kernel)
 
 
@@ -168,7 +170,7 @@ def test_a_shifted_ramp_is_proven_in_bounds_only_with_room_for_its_shift():
     jb < J // 16 - 1 (vector code has no per-lane checks), not for jb < J // 16."""
     from dsl.grammar.diagnostics import CompileError
 
-    compile_to(SHIFTED.format(t="u32", m=12), "guard", cpu="znver4")
-    loose = SHIFTED.format(t="u32", m=12).replace("range(J // 16 - 1)", "range(J // 16)")
+    compile_to(SHIFTED.format(t="u32", m=12, n=16), "guard", cpu="znver4")
+    loose = SHIFTED.format(t="u32", m=12, n=16).replace("range(J // 16 - 1)", "range(J // 16)")
     with pytest.raises(CompileError, match="the access to 'X' .* is not proven in bounds"):
         compile_to(loose, "guard", cpu="znver4")
