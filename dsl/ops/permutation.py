@@ -219,7 +219,7 @@ def _rows_in_input_order(src: np.ndarray) -> bool:
     return src.shape[0] < src.shape[1]
 
 
-def _tiles(lib, t: str, src: np.ndarray, dst: np.ndarray, shift: bool = True) -> None:
+def _tiles(lib, t: str, src: np.ndarray, dst: np.ndarray) -> None:
     """dst = src ([P, A, B], A and B >= 16; src contiguous along A, dst along
     B): whole 16 x 16 tiles in registers, from the row where src's columns
     and the column where dst's rows are aligned. The rows and columns left
@@ -227,8 +227,8 @@ def _tiles(lib, t: str, src: np.ndarray, dst: np.ndarray, shift: bool = True) ->
     written twice): element by element, 12 columns at the start of 64 x 512
     x 512 f32 rows, axes (0, 2, 1), took a fifth of the time. Rows of dst
     that start inside lines at different places go to the shifted tiles
-    (permute_shifted.py; `shift`), whose ends come back here without it."""
-    if shift and shifted(lib, src, dst, lambda s, d: _tiles(lib, t, s, d, shift=False)):  # rows inside lines
+    (permute_shifted.py), whose rows' ends come back to `_copy`."""
+    if shifted(lib, src, dst, lambda s, d: _copy(s, d, lib)):  # dst's rows start inside lines
         return
     rows, cols = src.shape[1:]
     first_row, first = _aligned_start(src, 1, _SHIFT_MIN_INPUT), _aligned_start(dst, 2, _SHIFT_MIN_COLS)

@@ -7,14 +7,18 @@ is a whole line; the ends of the rows that no such line covers go back to
 the ordinary tiles. Only for an output large enough to be streamed (as
 the kernels' stores are): in the cache, a store across two lines costs
 little and the ends' extra passes more (16 x 200 x 200: 0.57 -> 0.38 of a
-copy). Interleaved, share of a plain copy, 1 / 2 threads, before -> after:
-60 x 500 x 500 0.30 -> 0.54 / 0.37 -> 0.63, 30 x 1000 x 1000 0.42 -> 0.74 /
-0.43 -> 0.75; the kernel's part alone 0.88-0.90 / 0.93-0.99: the ends,
-copied in passes of their own into lines the kernel streamed, cost the
-rest."""
+copy). Interleaved, share of a plain copy, 1 / 2 threads, before -> after,
+axes (0, 2, 1): f32 60 x 500 x 500 0.34 -> 0.56-0.59 / 0.36 -> 0.61, 30 x
+1000 x 1000 0.45 -> 0.74 / 0.56 -> 0.77, 1 x 3000 x 3000 0.31 -> 0.70 /
+0.26 -> 0.60; f64 60 x 500 x 500 0.43 -> 0.77 / 0.56 -> 0.83. The kernel's
+part alone ran at 0.84-0.90 of a copy (f32, 1 thread): the rows' ends,
+each a part of a line read before it is written, in passes of their own,
+and the last rows of a plane (a tile of their own, reading 16 columns of
+every row of x) cost the rest."""
 
 from __future__ import annotations
 
+import math
 import os
 import re
 
@@ -31,42 +35,53 @@ _MIN_PLANES = 4  # fewer planes than this: rows of tiles become planes, for the 
 _ROW_PARTS = 8  # the rows of a plane in this many parts (planes for parallel(p))
 
 
-def shifted(lib, src: np.ndarray, dst: np.ndarray, rest) -> bool:
+def shifted(lib, src: np.ndarray, dst: np.ndarray, ends) -> bool:
     """dst = src ([P, A, B]; src contiguous along A, dst along B; A, B >= 16)
     by the shifted kernels when dst's rows start inside a line at different
-    places (their stride not a whole number of lines); `rest(src, dst)`
+    places (their stride not a whole number of lines); `ends(src, dst)`
     copies the blocks no kernel line covers (each row's first and last
-    elements, the rows past the last whole tile). False, having done
-    nothing, where the kernels do not apply: other element sizes, no
-    512-bit vectors (a 16-lane tile in one register), an output too small
-    to stream, rows a whole number of lines apart, or fewer than 32
-    elements in a row past its first line."""
+    elements). False, having done nothing, where the kernels do not apply:
+    other element sizes, no 512-bit vectors (a 16-lane tile in one
+    register), an output too small to stream, rows a whole number of lines
+    apart, or fewer than 2 lines in a row past its first."""
     size = src.itemsize
     if size not in (4, 8) or not wide_vectors() or dst.nbytes < _stream_bytes():
         return False
     n = _LINE // size  # elements to a line, and the side of the kernel's tiles
     planes, rows, cols = dst.shape
-    stride, start = dst.strides[1], address(dst)
-    if stride <= 0 or stride % size or start % size or rows < _TILE:
+    stride = dst.strides[1]
+    if stride <= 0 or stride % size or address(dst) % size or rows < n or (cols - n) // n < 2:
         return False
     s = stride // size % n
-    first = (-start // size) % n  # the column where row 0 reaches a line
-    lines = (cols - first) // n - 1  # per row: the kernel's lines (the last shifted by up to n - 1)
-    if s == 0 or lines < 1 or cols < _TILE:
+    if s == 0:
         return False
-    kernel = getattr(lib, f"shifted{s}_u{8 * size}")
+    whole = rows // n * n
+    _cover(lib, src[:, :whole], dst[:, :whole], s, ends)
+    if whole < rows:  # the last n rows, a tile of their own (overlapping the others)
+        _cover(lib, src[:, rows - n :], dst[:, rows - n :], s, ends)
+    return True
+
+
+def _cover(lib, src: np.ndarray, dst: np.ndarray, s: int, ends) -> None:
+    """`shifted` on [P, A, B] with A a multiple of n: the kernel from where
+    row 0 reaches a line, each row's ends by `ends`."""
+    size = src.itemsize
+    n = _LINE // size
+    cols = dst.shape[2]
+    first = (-address(dst) // size) % n  # the column where row 0 reaches a line
+    lines = (cols - first) // n - 1  # per row: the kernel's lines (the last shifted by up to n - 1)
     # The ends first: lines they write through the cache are then overwritten
     # whole by the kernel's streamed ones (the other way round, 60 x 500 x 500
     # f32: 6.2-6.8 ms against 5.6-5.7).
-    head = max(_TILE, first + n - 1)  # every row's lines start before this column
-    end = min(first + n * lines, cols - _TILE)  # and end at or after this one
-    rest(src[:, :, :head], dst[:, :, :head])
-    rest(src[:, :, end:], dst[:, :, end:])
-    if rows % n:
-        rest(src[:, rows - _TILE :], dst[:, rows - _TILE :])
+    period = n // math.gcd(s, n)  # rows r, r + period, ... start at one place in a line
+    for r in range(period):
+        start = first + (n - s) * r % n  # where row r's kernel lines start
+        stop = start + n * lines
+        ends(src[:, r::period, :start], dst[:, r::period, :start])
+        ends(src[:, r::period, stop:], dst[:, r::period, stop:])
+    kernel = getattr(lib, f"shifted{s}_u{8 * size}")
     for x, y in _parts(src[:, :, first:], dst[:, :, first:], n):
         kernel(x.transpose(0, 2, 1), y)
-    return True
 
 
 def _stream_bytes() -> int:
@@ -86,7 +101,7 @@ def _parts(src: np.ndarray, dst: np.ndarray, n: int) -> list[tuple[np.ndarray, n
     if planes >= _MIN_PLANES and dst.strides[0] % _LINE == 0:
         return [(src, dst)]
     tiles = rows // n
-    per = n * -(-tiles // min(tiles, _ROW_PARTS))  # rows per part
+    per = n * max(1, tiles // _ROW_PARTS)  # rows per part; fewer than _ROW_PARTS tiles left over
     count = tiles * n // per
     out = []
     for p in range(planes):
