@@ -195,12 +195,20 @@ def _linear_and_fixed(index: ir.Expr, var: ir.Sym, changing: set) -> tuple[dict 
         if part is not None:
             for k, v in part.items():
                 form[k] = form.get(k, 0) + v
-        elif any(isinstance(n, ir.Var) and (n.sym is var or n.sym in changing) for n in walk_expr(term)):
-            return None, {}
-        else:
+        elif all(_fixed_node(n, var, changing) for n in walk_expr(term)):
             key = ("fixed", expr_key(term))
             fixed[key] = fixed.get(key, 0) + 1
+        else:
+            return None, {}
     return {k: v for k, v in form.items() if v or k == 1}, fixed
+
+
+def _fixed_node(n: ir.Expr, var: ir.Sym, changing: set) -> bool:
+    """Arithmetic on constants, sizes and variables the loop does not change
+    (a load is not: what it reads may be written in the loop)."""
+    if isinstance(n, ir.Var):
+        return n.sym is not var and n.sym not in changing
+    return isinstance(n, (ir.Const, ir.Shape, ir.Binary, ir.Unary))
 
 
 def depends_on(index: ir.Expr, var: ir.Sym) -> bool:
