@@ -38,13 +38,18 @@ def stdlib_path(name: str) -> Path:
 
 
 @functools.cache
-def wide_vectors() -> bool:
-    """Whether the stdlib is compiled for 512-bit vectors (the target of
-    the environment's options: the host unless DSL_CPU and such say otherwise)."""
+def vector_bits() -> int:
+    """The width of the vector registers the stdlib is compiled for (the
+    target of the environment's options: the host)."""
     from dsl.backends.target import make_target
 
     opts = options_mod.from_env(None)
-    return make_target(opts.triple, opts.cpu, opts.features).vector_bits >= 512
+    return make_target(opts.triple, opts.cpu, opts.features).vector_bits
+
+
+def wide_vectors() -> bool:
+    """Whether the stdlib is compiled for 512-bit vectors."""
+    return vector_bits() >= 512
 
 
 def _key(name: str, opts: options_mod.CompileOptions) -> str:

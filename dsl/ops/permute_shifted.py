@@ -11,7 +11,9 @@ copy). Interleaved, share of a plain copy, 1 / 2 threads, before -> after,
 axes (0, 2, 1): f32 60 x 500 x 500 0.34 -> 0.56-0.59 / 0.36 -> 0.61, 30 x
 1000 x 1000 0.45 -> 0.74 / 0.56 -> 0.77, 1 x 3000 x 3000 0.31 -> 0.70 /
 0.26 -> 0.60; f64 60 x 500 x 500 0.43 -> 0.77 / 0.56 -> 0.83. The kernel's
-part alone ran at 0.84-0.90 of a copy (f32, 1 thread): the rows' ends,
+part alone ran at 0.84-0.90 of a copy (f32, 1 thread; built for AVX2,
+the rows transposed in pieces of 8, 60 x 500 x 500 went 0.23 -> 0.57 and
+f64 0.33 -> 0.77 on this Zen 4): the rows' ends,
 each a part of a line read before it is written, in passes of their own,
 and the last rows of a plane (a tile of their own, reading 16 columns of
 every row of x) cost the rest."""
@@ -27,7 +29,7 @@ import numpy as np
 from dsl.backends.llvm.streaming import ENV_VAR, STREAM_BYTES
 
 from .arrays import address
-from .library import wide_vectors
+from .library import vector_bits
 
 _LINE = 64
 _TILE = 16  # the side of permute.tk's tiles, which copy the ends
@@ -41,11 +43,12 @@ def shifted(lib, src: np.ndarray, dst: np.ndarray, ends) -> bool:
     places (their stride not a whole number of lines); `ends(src, dst)`
     copies the blocks no kernel line covers (each row's first and last
     elements). False, having done nothing, where the kernels do not apply:
-    other element sizes, no 512-bit vectors (a 16-lane tile in one
-    register), an output too small to stream, rows a whole number of lines
-    apart, or fewer than 2 lines in a row past its first."""
+    other element sizes, vectors narrower than AVX2's (NEON's 4 lanes of
+    a 16-lane row: not measured), an output too small to stream, rows a
+    whole number of lines apart, or fewer than 2 lines in a row past its
+    first."""
     size = src.itemsize
-    if size not in (4, 8) or not wide_vectors() or dst.nbytes < _stream_bytes():
+    if size not in (4, 8) or vector_bits() < 256 or dst.nbytes < _stream_bytes():
         return False
     n = _LINE // size  # elements to a line, and the side of the kernel's tiles
     planes, rows, cols = dst.shape

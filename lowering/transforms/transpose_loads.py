@@ -32,8 +32,8 @@ d(i) in [0, W) for each of the W iterations (`X[16 jb + (12 i) % 16 + ramp,
 4 elements mod 16 apart). Then 2W rows are read (those up to W + max d - 1;
 the lanes past them are never picked), both W x W blocks are transposed, and
 column i is lanes d(i) ... d(i) + W - 1 of the two blocks' columns i, end to
-end: one two-source shuffle (`valignd`). Only where one register holds W
-lanes.
+end: one two-source shuffle (`valignd`) per register of lanes (AVX2 holds
+8 of 16: the rows are read and transposed in pieces of 8, as above).
 """
 
 from __future__ import annotations
@@ -82,8 +82,7 @@ def _rewrite(kernel: ir.Kernel, loop: ir.Stmt, machine: Machine):
     trips = loop.stop.value - loop.start.value
     if any(lanes_of(b) != width for b in blocks) or trips % width or len(loop.body) * width > MAX_STATEMENTS:
         return None
-    shifted = any(_shifted(b, loop) for b in blocks)
-    if shifted and (trips != width or any(machine.lanes(b.type) < width for b in blocks)):
+    if trips != width and any(_shifted(b, loop) for b in blocks):
         return None
     return _transposed(loop, blocks, width, trips, machine)
 
@@ -143,7 +142,7 @@ def _transposed(loop: ir.For, blocks: list[ir.Load], width: int, trips: int, mac
             if shift is None:
                 stmts, columns[expr_key(load)] = _columns(load, loop.var, first, q, n, label, loop.span)
             else:
-                stmts, columns[expr_key(load)] = _shifted_columns(*shift, loop.var, first, label, loop.span)
+                stmts, columns[expr_key(load)] = _shifted_columns(*shift, loop.var, first, q, n, label, loop.span)
             body.extend(stmts)
         for c in range(n):
             def pick(e: ir.Expr, c=c) -> ir.Expr:
@@ -178,28 +177,38 @@ def _columns(load: ir.Load, var: ir.Sym, first: ir.Expr, q: int, n: int, label: 
     return out, [_join(column, local, f"c{q * n + c}") for c, column in enumerate(parts)]
 
 
-def _shifted_columns(load: ir.Load, shifts: tuple[int, ...], var: ir.Sym, first: ir.Expr, label: str,
-                     span) -> tuple[list[ir.Stmt], list[ir.Var]]:
-    """Statements putting column c of the block `load` (its ramp unshifted)
-    gathers from, moved down by shifts[c] rows, into the returned locals:
-    rows 0 ... W + max(shifts) - 1 read, two W x W transposes, then for each
-    shifted column one shuffle of the two blocks' columns."""
+def _shifted_columns(load: ir.Load, shifts: tuple[int, ...], var: ir.Sym, first: ir.Expr, q: int, n: int,
+                     label: str, span) -> tuple[list[ir.Stmt], list[ir.Var]]:
+    """Statements putting columns q n ... q n + n - 1 of the block `load`
+    (its ramp unshifted) gathers from, column c moved down by shifts[c]
+    rows, into the returned locals: rows 0 ... W + max(shifts) - 1 read in
+    pieces of n, each n x n piece transposed; then each n lanes of a column
+    one shuffle of two of its pieces (none where they start a piece)."""
     width = lanes_of(load)
     out: list[ir.Stmt] = []
 
-    def local(name: str, value: ir.Expr, lanes: int = width) -> ir.Var:
+    def local(name: str, value: ir.Expr, lanes: int) -> ir.Var:
         sym = ir.Sym(f"{label}.{name}", value.type, "local", lanes=lanes)
         out.append(ir.Assign(sym, value, span))
         return ir.Var(sym)
 
+    tag = f".{q}" if n < width else ""
     count = width + max(shifts)
-    rows = [local(f"r{s}", _row(load, var, first, s, width)) for s in range(count)]
-    rows += [rows[-1]] * (2 * width - count)  # lanes no column picks
-    blocks = [_interleave_rounds(rows[b * width:(b + 1) * width], local, f".{b}") for b in range(2)]
+    rows = [local(f"r{s}{tag}", _row(load, var, add(first, i64(q * n)), s, n), n) for s in range(count)]
+    rows += [rows[-1]] * (-count % n)  # lanes no column picks
+    parts: list[list[ir.Expr]] = [[] for _ in range(n)]
+    for p in range(len(rows) // n):
+        for c, col in enumerate(_interleave_rounds(rows[p * n:(p + 1) * n], local, f".{p}{tag}")):
+            parts[c].append(col)
     columns = []
-    for c, d in enumerate(shifts):
-        low, high = blocks[0][c], blocks[1][c]
-        columns.append(low if d == 0 else local(f"c{c}", ir.Shuffle(low, high, tuple(range(d, d + width)))))
+    for c in range(n):
+        d, pieces = shifts[q * n + c], []
+        for k in range(width // n):
+            a, off = divmod(d + k * n, n)
+            pieces.append(parts[c][a] if off == 0 else
+                          local(f"a{q * n + c}.{k}", ir.Shuffle(parts[c][a], parts[c][a + 1], tuple(range(off, off + n))),
+                                n))
+        columns.append(_join(pieces, local, f"c{q * n + c}"))
     return out, columns
 
 

@@ -129,40 +129,36 @@ def _shifted_tile_reference(x: np.ndarray, m: int, n: int) -> np.ndarray:
     return y
 
 
-@pytest.mark.parametrize("t, n, m", [("u32", 16, 12), ("u32", 16, 1), ("u32", 16, 15), ("u32", 16, 8),
-                                     ("u64", 8, 3), ("u64", 8, 6)])
-def test_shifted_rows_read_two_blocks_and_align_each_column(t, n, m, tmp_path_factory):
+@pytest.mark.parametrize("t, n, m, cpu", [("u32", 16, 12, "znver4"), ("u32", 16, 1, "znver4"),
+                                          ("u32", 16, 15, "znver4"), ("u32", 16, 8, "znver4"),
+                                          ("u64", 8, 3, "znver4"), ("u64", 8, 6, "znver4"),
+                                          ("u32", 16, 12, "znver3"), ("u32", 16, 7, "znver3")])
+def test_shifted_rows_read_two_blocks_and_align_each_column(t, n, m, cpu, tmp_path_factory):
     """A ramp shifted by a constant d(il) < W per iteration: W + max d rows
-    read, two W x W transposes, and one two-source shuffle per shifted
-    column (lanes d ... d + W - 1 of the two blocks' columns); no gather
+    read, transposed (in pieces of a register's lanes: 8 of the 16 on
+    AVX2), and one two-source shuffle per register of a shifted column
+    (lanes d ... d + W - 1 of the column's pieces end to end); no gather
     left. Native code and the interpreter write exactly the shifted rows."""
     text = SHIFTED.format(t=t, m=m, n=n)
-    kernel = compile_to(text, "schedule", cpu="znver4").program.kernels[0]
+    kernel = compile_to(text, "schedule", cpu=cpu).program.kernels[0]
+    lanes = n if cpu == "znver4" else 8  # of a register
     shifts = [(m * il) % n for il in range(n)]
     assert not _gathers(kernel)
-    loads = [e for e in _loads(kernel) if lanes_of(e) == n]
-    assert len({repr(e.indices) for e in loads}) == n + max(shifts)
+    loads = [e for e in _loads(kernel) if lanes_of(e) == lanes]
+    assert len({repr(e.indices) for e in loads}) == (n + max(shifts)) * n // lanes
     aligns = [e for s in walk_stmts(kernel.body) for x in stmt_exprs(s) for e in walk_expr(x)
-              if isinstance(e, ir.Shuffle) and e.mask[0] > 0 and e.mask == tuple(range(e.mask[0], e.mask[0] + n))]
-    assert sorted(e.mask[0] for e in aligns) == sorted(d for d in shifts if d)
+              if isinstance(e, ir.Shuffle) and e.mask == tuple(range(e.mask[0], e.mask[0] + lanes)) and e.mask[0] > 0]
+    assert len(aligns) == sum(n // lanes for d in shifts if d % lanes)
     rng = np.random.default_rng(m)
     dtype = np.dtype(t.replace("u", "uint"))
     x = rng.integers(0, np.iinfo(dtype).max, size=(70, 40), dtype=dtype)  # J = 70, I = 40
     want = _shifted_tile_reference(x, m, n)
     native = np.zeros((40, 70), dtype)
-    load_library(text, tmp_path_factory, f"shifted_{t}_{m}", cpu="znver4").shifted(x, native)
+    load_library(text, tmp_path_factory, f"shifted_{t}_{m}_{cpu}", cpu=cpu).shifted(x, native)
     np.testing.assert_array_equal(native, want)
     interpreted = np.zeros_like(native)
     run_kernel(kernel, {"X": x, "Y": interpreted})
     np.testing.assert_array_equal(interpreted, want)
-
-
-def test_shifted_rows_keep_their_gathers_where_a_register_is_narrower():
-    """AVX2 holds 8 of the 16 lanes: the shifted block is not split in pieces,
-    the loads stay gathers (correct, slower); the op picks these kernels only
-    with 512-bit vectors."""
-    kernel = compile_to(SHIFTED.format(t="u32", m=12, n=16), "schedule", cpu="znver3").program.kernels[0]
-    assert _gathers(kernel) and not _shuffles(kernel)
 
 
 def test_a_shifted_ramp_is_proven_in_bounds_only_with_room_for_its_shift():
