@@ -55,8 +55,12 @@ def _masked(kernel: ir.Kernel, d: Directive) -> ir.Kernel:
 
 def _peeled(kernel: ir.Kernel, d: Directive) -> ir.Kernel:
     """Whole tiles, then the right strip, then the bottom strip."""
-    (a, _), (fa, fb) = d.loops, d.ints
+    (a, b), (fa, fb) = d.loops, d.ints
     rows = find_loop(kernel.body, a.name, a.span)
+    if not (len(rows.body) == 1 and isinstance(rows.body[0], ir.For) and rows.body[0].name == b.name):
+        # `b` around `a` (after a reorder): `a` outermost first, as the masked tiles may have it
+        kernel = reorder.run(kernel, _directive("reorder", (a, b), (), d))
+        rows = find_loop(kernel.body, a.name, a.span)
     cols = rows.body[0]  # the only statement: the masked tiles' reorder needed it
     main, bottom = split_loop(rows, fa, "peel", d.span)
     row_block = main.body[0]

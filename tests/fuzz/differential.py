@@ -68,6 +68,7 @@ def _with_schedule(text: str, kernel: str, directives: list[str]) -> str:
 
 def schedule(rng: random.Random, text: str, kernel) -> tuple[str, str]:
     """`text` with a random valid schedule on `kernel`; (text, description)."""
+    from dsl.errors import InternalError
     from dsl.grammar.diagnostics import CompileError, Source
     from dsl.options import CompileOptions
     from dsl.pipeline import compile_source
@@ -88,6 +89,9 @@ def schedule(rng: random.Random, text: str, kernel) -> tuple[str, str]:
             job = compile_source(Source("d.tk", candidate), CompileOptions(), stop_after="schedule")
         except CompileError:
             continue  # refused, with a located diagnostic: not this one
+        except InternalError as err:
+            err.program = candidate  # the bug's program, for the report to keep
+            raise
         kept.append(directive)
         names = loop_names(job.program.kernels[-1])
     return _with_schedule(text, kernel.name, kept), ", ".join(kept) or "@schedule()"
@@ -142,6 +146,7 @@ def compare(kernel, expected: dict, actual: dict) -> str | None:
 
 def run_case(job: dict) -> dict:
     """One differential case from `job["seed"]`: {"kind": "agree" | "mismatch" | "bug", ...}."""
+    from dsl.errors import InternalError
     from dsl.grammar.diagnostics import CompileError, Source
     from dsl.lowering.interpret import run_kernel
     from dsl.options import CompileOptions
@@ -155,12 +160,18 @@ def run_case(job: dict) -> dict:
     except CompileError as err:
         return {"kind": "bug", "detail": f"generated program rejected: {err.render()}", "text": program.text}
     kernel = plain.program.kernels[-1]
-    text, described = schedule(rng, program.text, kernel)
+    try:
+        text, described = schedule(rng, program.text, kernel)
+    except InternalError as err:
+        return {"kind": "bug", "detail": str(err), "text": getattr(err, "program", program.text)}
     result = {"detail": f"{kernel.name}: {described}", "text": text}
     expected = inputs(rng, kernel)
     actual = {k: v.copy() if isinstance(v, np.ndarray) else v for k, v in expected.items()}
     run_kernel(kernel, expected)
-    lib = _build(text)
+    try:
+        lib = _build(text)
+    except InternalError as err:
+        return {**result, "kind": "bug", "detail": f"{result['detail']}: {err}"}
     getattr(lib, kernel.name)(*[actual[p.name] for p in kernel.params])
     why = compare(kernel, expected, actual)
     if why is not None:

@@ -130,6 +130,15 @@ def test_tile_with_either_tail(schedule, tmp_path_factory):
     check_scale(SCALE.format(schedule=schedule), tmp_path_factory)
 
 
+def test_a_peeled_tile_of_loops_nested_the_other_way(tmp_path_factory):
+    """tile(i, j) after reorder(j, i) (found by the fuzzer: an internal
+    error): the peeled tiles put `i` back outside `j` first, as the masked
+    tiles' order has it; same results as the loops as written."""
+    text = SCALE.format(schedule="reorder(j, i), tile(i, j, 2, 8)")
+    assert list(loops(scheduled(text)))[:4] == ["i.outer", "j.outer", "i.inner", "j.inner"]
+    check_scale(text, tmp_path_factory)
+
+
 def test_tile_peels_by_default():
     names = loops(scheduled(SCALE.format(schedule="tile(i, j, 3, 4)")))
     assert list(names) == ["i.outer", "j.outer", "i.inner", "j.inner", "j.tail", "j.tail.i", "i.tail", "i.tail.j"]
