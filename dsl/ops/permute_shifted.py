@@ -7,10 +7,12 @@ is a whole line; the ends of the rows that no such line covers go back to
 the ordinary tiles. Only for an output large enough to be streamed (as
 the kernels' stores are): in the cache, a store across two lines costs
 little and the ends' extra passes more (16 x 200 x 200: 0.57 -> 0.38 of a
-copy). Interleaved, share of a plain copy, 1 / 2 threads, before -> after,
-axes (0, 2, 1): f32 60 x 500 x 500 0.34 -> 0.56-0.59 / 0.36 -> 0.61, 30 x
-1000 x 1000 0.45 -> 0.74 / 0.56 -> 0.77, 1 x 3000 x 3000 0.31 -> 0.70 /
-0.26 -> 0.60; f64 60 x 500 x 500 0.43 -> 0.77 / 0.56 -> 0.83. The kernel's
+copy). dsl.ops.permute into an aligned `out`, interleaved, share of a plain
+copy, 1 / 2 threads, before -> after, axes (0, 2, 1): f32 60 x 500 x 500
+0.34 -> 0.61-0.65 / 0.34-0.43 -> 0.66-0.75, 30 x 1000 x 1000 0.42-0.45 ->
+0.75-0.79 / 0.50-0.55 -> 0.82-0.85, 1 x 3000 x 3000 0.31 -> 0.77-0.85 /
+0.27-0.46 -> 0.71-0.86; f64 60 x 500 x 500 0.43-0.45 -> 0.78-0.89 /
+0.48-0.57 -> 0.88-0.90. The kernel's
 part alone ran at 0.84-0.90 of a copy (f32, 1 thread; built for AVX2,
 the rows transposed in pieces of 8, 60 x 500 x 500 went 0.23 -> 0.57 and
 f64 0.33 -> 0.77 on this Zen 4): the rows' ends,
