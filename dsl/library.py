@@ -82,9 +82,19 @@ def check_environment(environ=os.environ) -> None:
         warn_once("DSL_NUM_THREADS", threads, f"is not a thread count (a whole number >= 1); {effect}")
     stream = environ.get("DSL_STREAM_BYTES")
     if stream and re.fullmatch(r"[0-9]+", stream) is None:
-        digits = re.match(r"[0-9]+", stream)  # the runtime's test: a first digit, then atoll
-        effect = f"read as {int(digits[0])} bytes" if digits else "ignored, so the default decides"
+        digits = re.match(r"[0-9]+", stream)
+        effect = f"read as {stream_bytes(environ)} bytes" if digits else "ignored, so the default decides"
         warn_once("DSL_STREAM_BYTES", stream, f"is not a byte count (digits only, e.g. 16777216); {effect}")
+
+
+def stream_bytes(environ=os.environ) -> int:
+    """The output size from which kernels stream their stores, as their
+    runtime reads it: DSL_STREAM_BYTES's leading digits (a first digit, then
+    atoll), else the default."""
+    from .backends.llvm.streaming import STREAM_BYTES
+
+    digits = re.match(r"[0-9]+", environ.get("DSL_STREAM_BYTES", ""))
+    return int(digits[0]) if digits else STREAM_BYTES
 
 
 def _is_count(text: str, least: int) -> bool:

@@ -23,12 +23,10 @@ every row of x) cost the rest."""
 from __future__ import annotations
 
 import math
-import os
-import re
 
 import numpy as np
 
-from dsl.backends.llvm.streaming import ENV_VAR, STREAM_BYTES
+from dsl.library import stream_bytes
 
 from .arrays import address
 from .library import vector_bits
@@ -50,7 +48,7 @@ def shifted(lib, src: np.ndarray, dst: np.ndarray, ends) -> bool:
     whole number of lines apart, or fewer than 2 lines in a row past its
     first."""
     size = src.itemsize
-    if size not in (4, 8) or vector_bits() < 256 or dst.nbytes < _stream_bytes():
+    if size not in (4, 8) or vector_bits() < 256 or dst.nbytes < stream_bytes():
         return False
     n = _LINE // size  # elements to a line, and the side of the kernel's tiles
     planes, rows, cols = dst.shape
@@ -87,13 +85,6 @@ def _cover(lib, src: np.ndarray, dst: np.ndarray, s: int, ends) -> None:
     kernel = getattr(lib, f"shifted{s}_u{8 * size}")
     for x, y in _parts(src[:, :, first:], dst[:, :, first:], n):
         kernel(x.transpose(0, 2, 1), y)
-
-
-def _stream_bytes() -> int:
-    """The size from which the kernels stream their stores: DSL_STREAM_BYTES's
-    leading digits, as the compiled code reads it, else STREAM_BYTES."""
-    digits = re.match(r"\d+", os.environ.get(ENV_VAR, ""))
-    return int(digits.group()) if digits else STREAM_BYTES
 
 
 def _parts(src: np.ndarray, dst: np.ndarray, n: int) -> list[tuple[np.ndarray, np.ndarray]]:

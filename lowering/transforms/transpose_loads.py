@@ -133,16 +133,14 @@ def _transposed(loop: ir.For, blocks: list[ir.Load], width: int, trips: int, mac
     step = ir.Sym(f"{loop.name}.t", loop.var.type, "loop")
     first = add(loop.start, mul(ir.Var(step), i64(width))) if trips > width else loop.start
     n = min(width, max(2, min(machine.lanes(b.type) for b in blocks)))
+    # each block as read (its ramp unshifted) and the shift of each column
+    reads = [_shifted(load, loop) or (load, (0,) * width) for load in blocks]
     body: list[ir.Stmt] = []
     for q in range(width // n):
         columns: dict = {}
-        for k, load in enumerate(blocks):
-            label = f"{load.tensor.name}.{k}"
-            shift = _shifted(load, loop)
-            if shift is None:
-                stmts, columns[expr_key(load)] = _columns(load, loop.var, first, q, n, label, loop.span)
-            else:
-                stmts, columns[expr_key(load)] = _shifted_columns(*shift, loop.var, first, q, n, label, loop.span)
+        for k, (load, (read, shifts)) in enumerate(zip(blocks, reads)):
+            stmts, columns[expr_key(load)] = _columns(read, shifts, loop.var, first, q, n,
+                                                      f"{load.tensor.name}.{k}", loop.span)
             body.extend(stmts)
         for c in range(n):
             def pick(e: ir.Expr, c=c) -> ir.Expr:
@@ -155,35 +153,14 @@ def _transposed(loop: ir.For, blocks: list[ir.Load], width: int, trips: int, mac
     return [ir.For(step, i64(0), i64(trips // width), 1, tuple(body), f"{loop.name}.t", loop.kind, loop.span)]
 
 
-def _columns(load: ir.Load, var: ir.Sym, first: ir.Expr, q: int, n: int, label: str,
-             span) -> tuple[list[ir.Stmt], list[ir.Var]]:
-    """Statements putting columns q n ... q n + n - 1 of the W x W block that
-    `load` gathers from into the returned locals: for each n x n piece down
-    the block, n contiguous loads and their transpose; the pieces end to end."""
-    width = lanes_of(load)
-    out: list[ir.Stmt] = []
-
-    def local(name: str, value: ir.Expr, lanes: int) -> ir.Var:
-        sym = ir.Sym(f"{label}.{name}", value.type, "local", lanes=lanes)
-        out.append(ir.Assign(sym, value, span))
-        return ir.Var(sym)
-
-    parts: list[list[ir.Expr]] = [[] for _ in range(n)]
-    for p in range(width // n):
-        rows = [local(f"r{p * n + s}" + (f".{q}" if n < width else ""),
-                      _row(load, var, add(first, i64(q * n)), p * n + s, n), n) for s in range(n)]
-        for c, col in enumerate(_interleave_rounds(rows, local, f".{p}.{q}" if n < width else "")):
-            parts[c].append(col)
-    return out, [_join(column, local, f"c{q * n + c}") for c, column in enumerate(parts)]
-
-
-def _shifted_columns(load: ir.Load, shifts: tuple[int, ...], var: ir.Sym, first: ir.Expr, q: int, n: int,
-                     label: str, span) -> tuple[list[ir.Stmt], list[ir.Var]]:
+def _columns(load: ir.Load, shifts: tuple[int, ...], var: ir.Sym, first: ir.Expr, q: int, n: int,
+             label: str, span) -> tuple[list[ir.Stmt], list[ir.Var]]:
     """Statements putting columns q n ... q n + n - 1 of the block `load`
-    (its ramp unshifted) gathers from, column c moved down by shifts[c]
-    rows, into the returned locals: rows 0 ... W + max(shifts) - 1 read in
-    pieces of n, each n x n piece transposed; then each n lanes of a column
-    one shuffle of two of its pieces (none where they start a piece)."""
+    gathers from into the returned locals, column c moved down by
+    shifts[c] rows (all 0 for a load that is not shifted): rows 0 ... W +
+    max(shifts) - 1 read in pieces of n rows of n lanes, each piece
+    transposed; then each n lanes of a column are a piece of it, or one
+    shuffle of two (where a shift does not start a piece)."""
     width = lanes_of(load)
     out: list[ir.Stmt] = []
 
@@ -194,21 +171,23 @@ def _shifted_columns(load: ir.Load, shifts: tuple[int, ...], var: ir.Sym, first:
 
     tag = f".{q}" if n < width else ""
     count = width + max(shifts)
-    rows = [local(f"r{s}{tag}", _row(load, var, add(first, i64(q * n)), s, n), n) for s in range(count)]
-    rows += [rows[-1]] * (-count % n)  # lanes no column picks
+    pieces = -(-count // n)
     parts: list[list[ir.Expr]] = [[] for _ in range(n)]
-    for p in range(len(rows) // n):
-        for c, col in enumerate(_interleave_rounds(rows[p * n:(p + 1) * n], local, f".{p}{tag}")):
+    for p in range(pieces):  # each piece's rows read just before its transpose
+        rows = [local(f"r{s}{tag}", _row(load, var, add(first, i64(q * n)), s, n), n)
+                for s in range(p * n, min(count, (p + 1) * n))]
+        rows += [rows[-1]] * (n - len(rows))  # lanes no column picks
+        for c, col in enumerate(_interleave_rounds(rows, local, f".{p}{tag}" if pieces > 1 else "")):
             parts[c].append(col)
     columns = []
     for c in range(n):
-        d, pieces = shifts[q * n + c], []
+        d, column = shifts[q * n + c], []
         for k in range(width // n):
             a, off = divmod(d + k * n, n)
-            pieces.append(parts[c][a] if off == 0 else
+            column.append(parts[c][a] if off == 0 else
                           local(f"a{q * n + c}.{k}", ir.Shuffle(parts[c][a], parts[c][a + 1], tuple(range(off, off + n))),
                                 n))
-        columns.append(_join(pieces, local, f"c{q * n + c}"))
+        columns.append(_join(column, local, f"c{q * n + c}"))
     return out, columns
 
 
