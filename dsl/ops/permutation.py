@@ -50,6 +50,7 @@ _SHIFT_MIN_INPUT = 1024  # the same for the input's columns (its strips cost mor
 _ENOUGH_PLANES = 16  # planes enough to share among the threads evenly
 _CHUNK = 1 << 16  # bytes: the pieces of a long contiguous row the threads share
 _PAIR_RUN = 1 << 18  # bytes: the most a pair of tile rows may span (it and the next one asked for, in L2)
+_PAIR_SPAN = 1 << 20  # the same where Y's rows lie a multiple of _L1_PERIOD apart (see _in_pairs)
 _L1_PERIOD = 4096  # bytes: rows a multiple of this apart fall in one set of the L1 cache (64 sets of 64 B)
 
 
@@ -281,23 +282,26 @@ def _in_pairs(src: np.ndarray, dst: np.ndarray) -> bool:
     (`pair_planes_u32`, `pairs_u32`): for 4-byte elements, whose tiles then
     stream 128 bytes to each row of Y instead of 64. The kernels ask for the
     next pair's lines as one run, so X's rows (src's columns) must follow one
-    another; and neither side's rows may lie a multiple of 4 KiB apart, where
-    pairs measured slower (the 32 rows a pair reads then share one set of
-    the L1 cache). Interleaved, f32 axes (0, 2, 1), pairs against single
-    tiles, 1 thread: 1.06-1.25x with rows of 0.5-2 KiB (64 x 512 x 512:
-    1.08), 1.2-1.4x with rows of 3-6 KiB (24 x 1152 x 1152: 1.4), but
-    0.87-0.95x with either side's rows 4 or 8 KiB apart (16 x 1024 x 1024:
-    0.90); 2 threads: 1.01-1.23x, and 0.90-1.05x."""
+    another, in whole lines. A pair of X's rows spans at most `_PAIR_RUN`
+    (it and the next one asked for stay in L2; 1 x 4000 x 4000, 500 KiB:
+    pairs 0.74-0.79 of a copy on 1 thread, single tiles 0.87), except where
+    Y's rows lie a multiple of 4 KiB apart: there a single tile's 16 stores
+    all fall on the same low address bits, and pairs win up to a span of
+    `_PAIR_SPAN` (1 MiB, L2's size). Interleaved, f32, share of a plain copy,
+    single tiles -> pairs, 1 thread (2 threads): 4096 x 4096 (1, 0) 0.57 ->
+    0.65 (0.69-0.73 -> 0.76-0.82), 4096 x 4000 (1, 0) 0.66 -> 0.81 (0.71 ->
+    0.85), 16 x 1024 x 1024 (0, 2, 1) 0.56 -> 0.60 (0.67-0.76 -> 0.71-0.78),
+    2048 x 8192 (1, 0) 0.59 -> 0.66; with X's rows alone 16 KiB apart
+    (4000 x 4096) even. Before the tiles asked for their next lines into L1
+    (permute.tk), pairs lost at those strides (0.87-0.95x). Elsewhere, pairs
+    against single tiles, 1 thread: 1.06-1.25x with rows of 0.5-2 KiB,
+    1.2-1.4x with rows of 3-6 KiB."""
     size = src.itemsize
     x_rows, y_rows = src.strides[2], abs(dst.strides[1])
-    return (
-        size == 4
-        and x_rows == src.shape[1] * size
-        and _whole_lines((x_rows, y_rows))
-        and x_rows * 2 * _TILE <= _PAIR_RUN
-        and x_rows % _L1_PERIOD
-        and y_rows % _L1_PERIOD
-    )
+    if size != 4 or x_rows != src.shape[1] * size or not _whole_lines((x_rows, y_rows)):
+        return False
+    span = x_rows * 2 * _TILE
+    return span <= _PAIR_RUN and x_rows % _L1_PERIOD != 0 or span <= _PAIR_SPAN and y_rows % _L1_PERIOD == 0
 
 
 def _aligned_start(a: np.ndarray, axis: int, min_length: int) -> int:

@@ -91,8 +91,10 @@ def test_tiles_start_where_the_input_columns_are_aligned():
 def test_pairs_of_tiles_where_the_rows_allow():
     """4-byte tiles go in pairs, one above the other in the input (128 bytes
     to each output row), when the input's rows follow one another in whole
-    lines and neither side's rows lie a multiple of 4 KiB apart; 16 rows
-    left after the pairs go to single tiles. Exact on 1 and 2 threads."""
+    lines, a pair of input rows spans at most 256 KiB and the input's rows
+    lie no multiple of 4 KiB apart, or else the output's rows lie a multiple
+    of 4 KiB apart and a pair spans at most 1 MiB; 16 rows left after the
+    pairs go to single tiles. Exact on 1 and 2 threads."""
     from dsl.ops import permutation
 
     def kernels(shape, dtype=np.float32):
@@ -107,7 +109,9 @@ def test_pairs_of_tiles_where_the_rows_allow():
     assert kernels((5, 48, 80)) == {"pair_planes_u32", "tile_planes_u32"}  # 32 rows in pairs, 16 single
     assert kernels((2, 64, 80)) == {"pairs_u32"}  # few planes: the rows of pairs on the threads
     assert kernels((4, 64, 1024)) == {"tile_planes_u32"}  # input rows 4 KiB apart
-    assert kernels((4, 1024, 64)) == {"tile_planes_u32"}  # output rows 4 KiB apart
+    assert kernels((4, 1024, 64)) == {"pair_planes_u32"}  # output rows 4 KiB apart
+    assert kernels((1, 32, 2304)) == {"tiles_u32"}  # a pair spans 288 KiB
+    assert kernels((1, 1024, 2304)) == {"pairs_u32"}  # the same, into output rows 4 KiB apart
     assert kernels((4, 64, 100)) == {"tile_planes_u32"}  # rows not whole lines
     assert kernels((4, 64, 80), np.float64) == {"tile_planes_u64"}
 
