@@ -32,7 +32,6 @@ from .arrays import address
 from .library import vector_bits
 
 _LINE = 64
-_TILE = 16  # the side of permute.tk's tiles, which copy the ends
 _MIN_PLANES = 4  # fewer planes than this: rows of tiles become planes, for the threads
 _ROW_PARTS = 8  # the rows of a plane in this many parts (planes for parallel(p))
 
@@ -67,7 +66,19 @@ def shifted(lib, src: np.ndarray, dst: np.ndarray, ends) -> bool:
 
 def _cover(lib, src: np.ndarray, dst: np.ndarray, s: int, ends) -> None:
     """`shifted` on [P, A, B] with A a multiple of n: the kernel from where
-    row 0 reaches a line, each row's ends by `ends`."""
+    row 0 reaches a line, each row's ends by `ends`. The rows start their
+    lines at up to n places (rows r, r + period, ...: one place); 8-byte
+    elements take each place's ends exactly, a strided slice of rows each.
+    For 4-byte elements those 2 x 16 slices (s odd) went to the
+    element-by-element kernel and took half the time of short rows; two
+    blocks of every row's first and last 16-31 columns go to whole tiles
+    instead, the columns that the kernel's lines cover again written twice.
+    Interleaved, f32, share of a copy, 1 / 2 threads: 200 x 200 x 200
+    0.32 -> 0.37-0.38 / 0.35-0.37 -> 0.43-0.47, 100 x 300 x 300 0.33-0.44
+    -> 0.45-0.51 / 0.48-0.57 -> 0.56-0.59, 30 x 1000 x 1000 0.75-0.80 ->
+    0.75-0.81 / 0.73-0.80 -> 0.76-0.79, 60 x 500 x 500 and 1 x 3000 x 3000
+    even (0.61-0.72); f64 lost with blocks (100 x 300 x 300 0.72 -> 0.69,
+    60 x 500 x 500 0.87 -> 0.81)."""
     size = src.itemsize
     n = _LINE // size
     cols = dst.shape[2]
@@ -76,13 +87,23 @@ def _cover(lib, src: np.ndarray, dst: np.ndarray, s: int, ends) -> None:
     # The ends first: lines they write through the cache are then overwritten
     # whole by the kernel's streamed ones (the other way round, 60 x 500 x 500
     # f32: 6.2-6.8 ms against 5.6-5.7).
-    period = n // math.gcd(s, n)  # rows r, r + period, ... start at one place in a line
-    for r in range(period):
-        start = first + (n - s) * r % n  # where row r's kernel lines start
-        stop = start + n * lines
-        ends(src[:, r::period, :start], dst[:, r::period, :start])
-        ends(src[:, r::period, stop:], dst[:, r::period, stop:])
-    kernel = getattr(lib, f"shifted{s}_u{8 * size}")
+    if size == 4:  # every row's first and last n to 2n - 1 columns
+        ends(src[:, :, : first + n], dst[:, :, : first + n])
+        ends(src[:, :, first + n * lines :], dst[:, :, first + n * lines :])
+    else:
+        period = n // math.gcd(s, n)  # rows r, r + period, ... start at one place in a line
+        for r in range(period):
+            start = first + (n - s) * r % n  # where row r's kernel lines start
+            stop = start + n * lines
+            ends(src[:, r::period, :start], dst[:, r::period, :start])
+            ends(src[:, r::period, stop:], dst[:, r::period, stop:])
+    _kernel(lib, src, dst, s, first)
+
+
+def _kernel(lib, src: np.ndarray, dst: np.ndarray, s: int, first: int) -> None:
+    """The shifted kernel on [P, A, B] from column `first`, where row 0 reaches a line."""
+    n = _LINE // src.itemsize
+    kernel = getattr(lib, f"shifted{s}_u{8 * src.itemsize}")
     for x, y in _parts(src[:, :, first:], dst[:, :, first:], n):
         kernel(x.transpose(0, 2, 1), y)
 
