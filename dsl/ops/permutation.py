@@ -6,8 +6,8 @@ merged where both allow it and ordered so that the output's contiguous axis
 is innermost and the input's contiguous axis next to it. When both of those
 are contiguous, the whole 16 x 16 tiles of the two are transposed in
 registers: by `tile_planes_*` (`tiles_*` for fewer than 4 planes;
-`tiles_by_group_*` when the planes lie between the tiles' rows,
-`_planes_between_rows`), 4-byte tiles in pairs where the rows allow
+`tiles_by_plane_u32` or `tiles_by_group_*` when the planes lie between the
+tiles' rows, `_planes_between_rows`), 4-byte tiles in pairs where the rows allow
 (`_in_pairs`: 128 bytes to a row of the output). For 4- and 8-byte elements
 the tiles stream their rows to a large output, so the grid of tiles starts
 where the output's rows are 64-byte aligned (an output this function
@@ -51,6 +51,7 @@ _ENOUGH_PLANES = 16  # planes enough to share among the threads evenly
 _CHUNK = 1 << 16  # bytes: the pieces of a long contiguous row the threads share
 _PAIR_RUN = 1 << 18  # bytes: the most a pair of tile rows may span (it and the next one asked for, in L2)
 _PAIR_SPAN = 1 << 20  # the same where Y's rows lie a multiple of _L1_PERIOD apart (see _in_pairs)
+_BY_PLANE_ROW = 1024  # bytes: the longest rows of Y that `tiles_by_plane_u32` writes whole (see _planes_between_rows)
 _L1_PERIOD = 4096  # bytes: rows a multiple of this apart fall in one set of the L1 cache (64 sets of 64 B)
 
 
@@ -240,7 +241,8 @@ def _tiles(lib, t: str, src: np.ndarray, dst: np.ndarray) -> None:
     planes = src.shape[0] >= _SMALL_BATCH
     kernel = getattr(lib, f"{'tile_planes' if planes else 'tiles'}_{t}")
     if planes and t in ("u32", "u64") and _planes_between_rows(src) and _rows_on_lines(dst, first):
-        kernel = getattr(lib, f"tiles_by_group_{t}")
+        by_plane = t == "u32" and dst.shape[2] * dst.itemsize <= _BY_PLANE_ROW
+        kernel = lib.tiles_by_plane_u32 if by_plane else getattr(lib, f"tiles_by_group_{t}")
     pairs = getattr(lib, f"{'pair_planes' if planes else 'pairs'}_{t}") if _in_pairs(src, dst) else None
     for r0, r1 in row_blocks:
         for c0, c1 in col_blocks:
@@ -256,13 +258,21 @@ def _tiles(lib, t: str, src: np.ndarray, dst: np.ndarray) -> None:
 def _planes_between_rows(src: np.ndarray) -> bool:
     """Whether the planes of src ([P, A, B], contiguous along A) lie between
     the rows of X (its columns, B), as in a whole reversal (2, 1, 0): each
-    of a tile's 16 rows then runs on into the next plane, so the tiles go
-    one group of 16 rows through every plane at a time (`tiles_by_group_*`),
-    16 streams of reads instead of a plane's 16 rows, group after group.
-    Interleaved, f32 axes (2, 1, 0), share of a plain copy, 1 thread:
-    64 x 512 x 512 0.46 -> 0.52, 128 x 256 x 256 0.43 -> 0.52, 96 x 384 x
-    512 0.54 -> 0.59; 16 x 1024 x 1024 (one group) 0.53 -> 0.51; 2 threads
-    0.53-0.65 before and after."""
+    of a tile's 16 rows then runs on into the next plane. Where dst's rows
+    (B) are at most `_BY_PLANE_ROW` bytes, 4-byte tiles go plane by plane,
+    16 rows of dst at a time, each written whole (`tiles_by_plane_u32`; it
+    reads a line from each of B rows of X, in L2 by its ask). Interleaved,
+    through the op into an aligned output, f32 (2, 1, 0), share of a plain
+    copy, by group -> by plane, 1 thread: 64 x 512 x 512 0.74 -> 0.87,
+    48 x 640 x 768 0.80 -> 0.89, 128 x 256 x 256 0.69 -> 0.78, 256 x 64 x
+    256 0.68 -> 0.72; 2 threads 0.68 -> 0.79, 0.71 -> 0.76, 0.67 -> 0.73,
+    even. Longer rows lose by plane (the kernels alone, 1 thread: 384 x 64
+    x 512 0.76 -> 0.76, on 2 threads 0.70 -> 0.64; 512 x 64 x 256 0.73 ->
+    0.67; 1024 x 64 x 1024 0.65 -> 0.40), and 8-byte tiles gain nothing
+    sure (0.80-1.13x): they go one group of 16 rows through every plane at
+    a time (`tiles_by_group_*`), 16 streams of reads instead of a plane's
+    16 rows, group after group (64 x 512 x 512, 1 thread: 0.46 -> 0.52 of
+    a copy, against each plane's groups in turn)."""
     return abs(src.strides[2]) > abs(src.strides[0])
 
 

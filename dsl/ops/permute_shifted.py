@@ -44,14 +44,21 @@ def shifted(lib, src: np.ndarray, dst: np.ndarray, ends) -> bool:
     elements). False, having done nothing, where the kernels do not apply:
     other element sizes, vectors narrower than AVX2's (NEON's 4 lanes of
     a 16-lane row: not measured), an output too small to stream, rows a
-    whole number of lines apart, or fewer than 2 lines in a row past its
-    first."""
+    whole number of lines apart, fewer than 2 lines in a row past its
+    first, or planes that lie between the rows."""
     size = src.itemsize
     if size not in (4, 8) or vector_bits() < 256 or dst.nbytes < stream_bytes():
         return False
     n = _LINE // size  # elements to a line, and the side of the kernel's tiles
     planes, rows, cols = dst.shape
     stride = dst.strides[1]
+    if planes > 1 and abs(dst.strides[0]) < abs(stride):
+        # planes between the rows (a reversal, (2, 1, 0)): not whole lines apart, they
+        # went one call each, and the ordinary tiles ran faster. Interleaved, f32,
+        # share of a copy, shifted -> ordinary, 1 thread: 50 x 500 x 500 0.07 -> 0.30,
+        # 100 x 300 x 300 0.26 -> 0.42, 500 x 20 x 500 0.45 -> 0.58, 1000 x 8 x 1000
+        # 0.24 -> 0.50; 2 threads: 50 x 500 x 500 0.06 -> 0.31, the others even
+        return False
     if stride <= 0 or stride % size or address(dst) % size or rows < n or (cols - n) // n < 2:
         return False
     s = stride // size % n

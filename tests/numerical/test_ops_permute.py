@@ -152,35 +152,40 @@ def test_rows_inside_lines_take_shifted_tiles(monkeypatch):
         assert (f"shifted{s}_u{8 * x.itemsize}" in steps) == (vector_bits() >= 256), (dtype, planes, s, steps)
 
 
-def test_a_reversal_takes_one_group_of_rows_through_every_plane():
+def test_a_reversal_takes_whole_planes_or_one_group_of_rows_through_every_plane(monkeypatch):
     """(2, 1, 0) of [I, J, K]: the planes (J) lie between the rows a tile
-    reads (I), so the tiles go one group of 16 rows through every plane at a
-    time (`tiles_by_group_*`, 4- and 8-byte elements) when the output's rows
-    start on a line; a (0, 2, 1) keeps its planes outermost. Exact on 1 and 2
-    threads, edges included."""
+    reads (I). When the output's rows start on a line, 4-byte tiles go plane
+    by plane, each output row written whole, where those rows are at most
+    1 KiB (`tiles_by_plane_u32`); longer rows and 8-byte tiles go one group
+    of 16 rows through every plane at a time (`tiles_by_group_*`). A
+    (0, 2, 1) keeps its planes outermost; output rows that start inside a
+    line are written through the cache, planes outermost, and a reversal
+    never takes the shifted tiles. Exact on 1 and 2 threads, edges
+    included."""
     from dsl.ops import permutation
+    from dsl.ops.arrays import empty_aligned
 
-    def kernels(shape, axes, dtype):
+    def kernels(shape, axes, dtype, out_offset=None):
         x = rand(shape, dtype, seed=len(shape))
+        out = None
+        if out_offset is not None:
+            room = empty_aligned((x.size + out_offset,), dtype)
+            out = room[out_offset:].reshape(x.transpose(axes).shape)
         for threads in (1, 2):
             dsl.set_num_threads(threads)
-            assert np.array_equal(dsl.ops.permute(x, axes), x.transpose(axes)), (shape, axes, threads)
+            assert np.array_equal(dsl.ops.permute(x, axes, out=out), x.transpose(axes)), (shape, axes, threads)
         dsl.set_num_threads(0)
         plans = [plan for key, plan in permutation._plans.items() if key[:3] == (shape, x.itemsize, axes)]
         return {fn for plan in plans for fn, _, _ in plan.steps}
 
-    assert kernels((32, 6, 50), (2, 1, 0), np.float32) == {"tiles_by_group_u32"}
+    assert kernels((32, 6, 50), (2, 1, 0), np.float32) == {"tiles_by_plane_u32"}  # 128-byte rows
+    assert kernels((256, 4, 20), (2, 1, 0), np.float32) == {"tiles_by_plane_u32"}  # 1 KiB rows
+    assert kernels((272, 4, 20), (2, 1, 0), np.float32) == {"tiles_by_group_u32"}  # 1088-byte rows
     assert kernels((32, 6, 50), (2, 1, 0), np.float64) == {"tiles_by_group_u64"}
     assert kernels((6, 20, 50), (0, 2, 1), np.float32) == {"tile_planes_u32"}
-    # rows that start inside a line are written through the cache: planes outermost, as before
-    from dsl.ops.arrays import empty_aligned
-
-    x = rand((64, 6, 48), np.float32)
-    room = empty_aligned((x.size + 4,), np.float32)
-    out = room[4:].reshape(48, 6, 64)  # 16 bytes past a line
-    assert np.array_equal(dsl.ops.permute(x, (2, 1, 0), out=out), x.transpose(2, 1, 0))
-    key = next(k for k in permutation._plans if k[:3] == (x.shape, 4, (2, 1, 0)) and k[4] == 16)
-    assert {fn for fn, _, _ in permutation._plans[key].steps} == {"tile_planes_u32"}
+    assert kernels((64, 6, 48), (2, 1, 0), np.float32, out_offset=4) == {"tile_planes_u32"}  # 16 bytes past a line
+    monkeypatch.setenv("DSL_STREAM_BYTES", "0")  # large enough for the shifted tiles, were it not a reversal
+    assert kernels((50, 6, 40), (2, 1, 0), np.float32) == {"tile_planes_u32"}  # rows 200 bytes apart
 
 
 def test_nan_bits_kept():
