@@ -23,6 +23,9 @@ class Machine:
     # ('x86_64', 'aarch64') and the instruction-set extensions it has ('avx2', 'dotprod').
     arch: str = ""
     isa: frozenset[str] = frozenset()
+    # kc of the packed path's tile whose strip of B streams from L2 (AVX-512's
+    # 6 x 64 f32, `packed_tile`): measured per core, see contract.py.
+    streamed_strip_kc: int = 512
 
     def lanes(self, t: ScalarType) -> int:
         """Elements of type `t` in one vector register (8 f32 on AVX2, 4 on NEON)."""

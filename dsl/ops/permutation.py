@@ -261,9 +261,10 @@ def _planes_between_rows(src: np.ndarray) -> bool:
     of a tile's 16 rows then runs on into the next plane. Where dst's rows
     (B) are at most `_BY_PLANE_ROW` bytes, 4-byte tiles go plane by plane,
     16 rows of dst at a time, each written whole (`tiles_by_plane_u32`; it
-    reads a line from each of B rows of X, in L2 by its ask). Interleaved,
-    through the op into an aligned output, f32 (2, 1, 0), share of a plain
-    copy, by group -> by plane, 1 thread: 64 x 512 x 512 0.74 -> 0.87,
+    reads a line from each of B rows of X, in L2 by its ask). Interleaved
+    on an Intel Xeon (2 MiB of L2 a core; not measured on Zen 4), through
+    the op into an aligned output, f32 (2, 1, 0), share of a plain copy, by
+    group -> by plane, 1 thread: 64 x 512 x 512 0.74 -> 0.87,
     48 x 640 x 768 0.80 -> 0.89, 128 x 256 x 256 0.69 -> 0.78, 256 x 64 x
     256 0.68 -> 0.72; 2 threads 0.68 -> 0.79, 0.71 -> 0.76, 0.67 -> 0.73,
     even. Longer rows lose by plane (the kernels alone, 1 thread: 384 x 64
@@ -271,8 +272,8 @@ def _planes_between_rows(src: np.ndarray) -> bool:
     0.67; 1024 x 64 x 1024 0.65 -> 0.40), and 8-byte tiles gain nothing
     sure (0.80-1.13x): they go one group of 16 rows through every plane at
     a time (`tiles_by_group_*`), 16 streams of reads instead of a plane's
-    16 rows, group after group (64 x 512 x 512, 1 thread: 0.46 -> 0.52 of
-    a copy, against each plane's groups in turn)."""
+    16 rows, group after group (Zen 4, 64 x 512 x 512, 1 thread: 0.46 ->
+    0.52 of a copy, against each plane's groups in turn)."""
     return abs(src.strides[2]) > abs(src.strides[0])
 
 

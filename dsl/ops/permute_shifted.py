@@ -54,7 +54,7 @@ def shifted(lib, src: np.ndarray, dst: np.ndarray, ends) -> bool:
     stride = dst.strides[1]
     if planes > 1 and abs(dst.strides[0]) < abs(stride):
         # planes between the rows (a reversal, (2, 1, 0)): not whole lines apart, they
-        # went one call each, and the ordinary tiles ran faster. Interleaved, f32,
+        # went one call each, and the ordinary tiles ran faster. Interleaved on an Intel Xeon, f32,
         # share of a copy, shifted -> ordinary, 1 thread: 50 x 500 x 500 0.07 -> 0.30,
         # 100 x 300 x 300 0.26 -> 0.42, 500 x 20 x 500 0.45 -> 0.58, 1000 x 8 x 1000
         # 0.24 -> 0.50; 2 threads: 50 x 500 x 500 0.06 -> 0.31, the others even

@@ -27,9 +27,11 @@ fewer passes over C, while A's 144 x 512 block (288 KiB) still fits in L2.
 A wide tile takes A blocks of 8 strips: AVX-512's 14 x 32 took 112 x 512
 (on a Rocket Lake core 1000^3 ran at 137 GFLOP/s with 112-row blocks against
 95-102 with 144); its packed path now runs 6 x 64 (`machine.packed_tile`), 48
-x 512 blocks (Zen 4: 24 to 144 rows within 1%). Its kc was 256 on Rocket Lake
-(a packed B strip within 32 KiB); on Zen 4, 512 is faster (1 thread, 2048^3:
-108 GFLOP/s against 103; 1024^3: 108 against 104).
+x 512 blocks (Zen 4: 24 to 144 rows within 1%). Its kc is the machine's
+(`Machine.streamed_strip_kc`): 256 on Intel's cores (Rocket Lake; a Xeon with
+2 MiB of L2 a core, 1 thread, 1024^3: 147-161 GFLOP/s with 512 against
+164-187 with 256), 512 on Zen 4 (1 thread, 2048^3: 108 GFLOP/s against 103;
+1024^3: 108 against 104).
 The M blocks are balanced (equal to within a strip, a multiple of the thread count
 when M allows) and each has its own region of Ap, so they run in parallel
 without sharing. Legal when C does not overlap A
@@ -134,7 +136,7 @@ def _rewrite(kernel: ir.Kernel, found: list[Contraction], machine: Machine, opti
     for c in found:
         tile = _tile(machine, c, options, span)  # the unpacked path's
         packed = tile if "mr" in options or "nr" in options else packed_tile(machine, c.dtype)
-        mc, kc, nc = blocking = _blocking(c, packed, options)
+        mc, kc, nc = blocking = _blocking(c, packed, options, machine)
         # (Not on NEON: its 28 x 4 by-element tile spills accumulators.)
         narrow = micro_tile(machine, c.dtype, max_vectors=1) if not options and not machine.fma_by_element else None
         narrow = narrow if narrow is not None and narrow.nr < tile.nr else None
@@ -194,11 +196,13 @@ def _tile(machine: Machine, c: Contraction, options: dict, span) -> MicroTile:
     return MicroTile(mr, nr // tile.lanes, tile.lanes, tile.fused)
 
 
-def _blocking(c: Contraction, t: MicroTile, options: dict) -> tuple[int, int, int]:
+def _blocking(c: Contraction, t: MicroTile, options: dict, machine: Machine) -> tuple[int, int, int]:
     """(mc, kc, nc): mc a multiple of mr, nc of nr."""
-    # kc: 512 f32 or 256 f64 elements, the same bytes; wide tiles (AVX-512's
-    # 6 x 64 and 14 x 32) take A blocks of fewer rows.
-    kc = options.get("kc", 512 * 32 // c.dtype.bits)
+    # kc: 512 f32 or 256 f64 elements, the same bytes, but the machine's own
+    # for a tile whose B strip streams from L2 (machine.streamed_strip_kc); wide
+    # tiles (AVX-512's 6 x 64 and 14 x 32) take A blocks of fewer rows.
+    streamed = t.nr * c.dtype.bits // 8 >= 256
+    kc = options.get("kc", machine.streamed_strip_kc if streamed else 512 * 32 // c.dtype.bits)
     wide = t.nr * c.dtype.bits // 8 >= 128
     mc = max(t.mr, options.get("mc", 8 * t.mr if wide else 144) // t.mr * t.mr)
     nc = max(t.nr, options.get("nc", 1024) // t.nr * t.nr)

@@ -111,6 +111,16 @@ def test_make_target_defaults():
     assert target_machine(host, 3) is target_machine(host, 3)
 
 
+def test_packed_k_panels_by_core():
+    """AVX-512's packed 6 x 64 f32 tile takes K panels of 256 on Intel's
+    cores and of 512 on Zen 4, as measured (contract.py)."""
+    x86 = "x86_64-unknown-linux-gnu"
+    kc = {cpu: make_target(x86, cpu=cpu).machine.streamed_strip_kc
+          for cpu in ("sapphirerapids", "rocketlake", "znver4", "znver3")}
+    assert kc == {"sapphirerapids": 256, "rocketlake": 256, "znver4": 512, "znver3": 512}
+    assert make_target("aarch64-linux-gnu").machine.streamed_strip_kc == 512
+
+
 def test_verify_reports_llvm_message():
     with pytest.raises(BackendError, match="fadd"):
         verify_llvm("define i32 @f(i32 %a) {\n  %b = fadd i32 %a, %a\n  ret i32 %b\n}\n")
