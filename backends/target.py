@@ -62,12 +62,14 @@ class Target:
         return Machine(self.vector_bits, self.vector_registers, self.has_fma,
                        fma_by_element=self.arch in ("aarch64", "arm64"), arch=self.arch,
                        isa=_isa(self.triple, self.cpu, self.features),
-                       streamed_strip_kc=256 if self._intel_avx512 else 512)
+                       streamed_strip_kc=256 if self.intel_avx512 else 512)
 
     @property
-    def _intel_avx512(self) -> bool:
-        """An Intel core with AVX-512: its packed 6 x 64 f32 tile runs faster
-        with K panels of 256 than of 512 (Zen 4's best; see contract.py)."""
+    def intel_avx512(self) -> bool:
+        """An Intel core with AVX-512 (any x86 AVX-512 cpu but AMD's Zen):
+        its packed 6 x 64 f32 tile runs faster with K panels of 256 than of
+        512 (Zen 4's best; see contract.py), and its shared L3 feeds one core
+        more slowly than Zen 4's (dsl.ops.dense's dot products)."""
         return self.arch == "x86_64" and self.vector_bits >= 512 and not self.cpu.startswith("znver")
 
     @property

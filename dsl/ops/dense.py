@@ -23,7 +23,7 @@ import numpy as np
 from .arrays import (SUFFIX, as_array, as_view, check_float_dtype, check_out, finish, kernel_view,
                      merge_axes, view_as, writable_target)
 from .einsum import contract
-from .library import stdlib_module, wide_vectors
+from .library import intel_avx512, stdlib_module, wide_vectors
 from .matvec_calls import matvec_calls as _matvec_calls, run_matvec as _matvec
 from .permutation import permute
 
@@ -130,15 +130,22 @@ _door: list = []
 # (87), 128 x 256 x 256 93 (95), 512^3 94 (105), 64 x 64 x 1024 57 (80).
 # With AVX2's 16 registers, 4 x 4 sums of 8 lanes spill (Zen 4 running AVX2
 # code, 64 x 1024 x 1024: 43 GFLOP/s against 54 for 1 x 4).
+# On an Intel Xeon (2 MiB of L2 a core), whose shared L3 feeds a core more
+# slowly, the dot products, which read all of A again for every four rows of
+# B, fall behind the packed GEMM from about 64 rows: 1 thread, GFLOP/s, x @
+# W.T, W 4096 x 4096, dots (packed): 64 rows 92-94 (83-86), 96 rows 69 (97),
+# 128 63 (110), 256 52 (131); 2 threads 64 rows 134 (144), 128 133 (204).
 _DOT_ROWS = 8
 _WIDE_DOT_ROWS = 256
+_INTEL_DOT_ROWS = 64
 
 
 def _dot_kernel(lib, m: int, k: int):
     """The kernel of A @ B.T as dot products for m rows of A and a sum of
     length k, or None when the packed GEMM does better."""
     wide = wide_vectors()
-    if m <= _DOT_ROWS or (wide and m <= min(_WIDE_DOT_ROWS, k // 2)):
+    rows = _INTEL_DOT_ROWS if intel_avx512() else _WIDE_DOT_ROWS
+    if m <= _DOT_ROWS or (wide and m <= min(rows, k // 2)):
         return lib.matmul_nt_blocks_f32 if wide else lib.matmul_nt_rows_f32
     return None
 

@@ -38,13 +38,23 @@ def stdlib_path(name: str) -> Path:
 
 
 @functools.cache
-def vector_bits() -> int:
-    """The width of the vector registers the stdlib is compiled for (the
-    target of the environment's options: the host)."""
+def _target():
+    """The target the stdlib is compiled for: the environment's options (the host)."""
     from dsl.backends.target import make_target
 
     opts = options_mod.from_env(None)
-    return make_target(opts.triple, opts.cpu, opts.features).vector_bits
+    return make_target(opts.triple, opts.cpu, opts.features)
+
+
+def vector_bits() -> int:
+    """The width of the vector registers the stdlib is compiled for."""
+    return _target().vector_bits
+
+
+def intel_avx512() -> bool:
+    """Whether the stdlib is compiled for an Intel core with AVX-512
+    (`Target.intel_avx512`)."""
+    return _target().intel_avx512
 
 
 def wide_vectors() -> bool:

@@ -339,7 +339,7 @@ def test_a_vector_operand_takes_the_matrix_vector_short_path(vector_first, monke
                                      (64, 200, 7), (18, 64, 33), (11, 40, 2), (256, 520, 6)])
 def test_few_rows_times_w_t_are_dot_products(m, k, n, monkeypatch):
     """x @ W.T for rows of x few beside K (up to 8; with 512-bit vectors up
-    to 256 and K / 2) runs as dot products over rows of W, without packing
+    to 256, 64 on Intel's cores, and K / 2) runs as dot products over rows of W, without packing
     it: blocks of 4 rows of x by 4 of W, then the rows of x left over, then
     the rows of W left over; any K, plain and as a batch of one."""
     from dsl.ops import dense
@@ -356,6 +356,19 @@ def test_few_rows_times_w_t_are_dot_products(m, k, n, monkeypatch):
     close(dsl.ops.matmul(x, w.T), x, w.T)
     close(dsl.ops.matmul(x[None], w.T[None])[0], x, w.T)
     assert called == [name] * 2, called
+
+
+def test_dot_products_up_to_the_cores_rows(monkeypatch):
+    """The rows of x that x @ W.T takes as dot products: 8 with AVX2's
+    registers; with AVX-512 up to K / 2 and 256 rows, 64 on Intel's cores."""
+    from dsl.ops import dense
+
+    lib = dense._kernels()
+    for wide, intel, rows in ((False, False, 8), (True, False, 256), (True, True, 64)):
+        monkeypatch.setattr(dense, "wide_vectors", lambda wide=wide: wide)
+        monkeypatch.setattr(dense, "intel_avx512", lambda intel=intel: intel)
+        assert dense._dot_kernel(lib, rows, 4096) is not None and dense._dot_kernel(lib, rows + 1, 4096) is None
+    assert dense._dot_kernel(lib, 40, 64) is None  # more rows than K / 2
 
 
 @pytest.mark.parametrize("kernel", ["matmul_nt_rows_f32", "matmul_nt_blocks_f32"])
