@@ -59,7 +59,7 @@ KERNELS += SEED.format(schedule="", name="bmm_as_written")
 # schedule; the last one's B (300 x 230) is large enough to be packed there too.
 SIZES = [(0, 3, 4), (3, 0, 4), (3, 4, 0), (1, 1, 1), (6, 16, 16), (7, 17, 17), (5, 13, 31),
          (13, 6, 33), (29, 11, 47), (64, 64, 64), (150, 70, 40), (61, 200, 131), (130, 140, 150),
-         (37, 300, 230)]
+         (37, 300, 230), (8, 5, 33), (24, 9, 77), (40, 20, 50), (96, 17, 31)]  # the last four: 8-row tiles
 
 
 @pytest.fixture(scope="module")
@@ -122,6 +122,19 @@ def test_batched(lib, name, batch):
     lib.set_num_threads(0)
     for i in range(batch):
         close(c[i], a[0], b[i])
+
+
+def test_even_tile_only_for_avx512_f32():
+    """Rows that 8-row tiles split evenly take them instead of AVX-512's 14 x
+    32 f32 tile (the sizes above with 8, 24, 40, 64 and 96 rows run them);
+    other tiles have none."""
+    from dsl.lowering.machine import MicroTile
+    from dsl.lowering.transforms.contract_direct import even_tile
+
+    assert even_tile(MicroTile(14, 2, 16)) == MicroTile(8, 2, 16)
+    assert even_tile(MicroTile(6, 2, 8)) is None  # AVX2
+    assert even_tile(MicroTile(12, 2, 4)) is None  # NEON
+    assert even_tile(MicroTile(14, 2, 8)) is None  # f64
 
 
 def test_empty_schedule_means_as_written():
