@@ -46,11 +46,13 @@ def _target():
     return make_target(opts.triple, opts.cpu, opts.features)
 
 
+@functools.cache
 def vector_bits() -> int:
     """The width of the vector registers the stdlib is compiled for."""
     return _target().vector_bits
 
 
+@functools.cache
 def intel_avx512() -> bool:
     """Whether the stdlib is compiled for an Intel core with AVX-512
     (`Target.intel_avx512`)."""

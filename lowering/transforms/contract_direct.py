@@ -172,8 +172,7 @@ def unpacked(c: Contraction, t: MicroTile, narrow: MicroTile | None, M: ir.Expr,
                        tuple(fresh_locals(tuple(_direct_strips(c, t, M, N, K, k_total)))), c.nest.span)]
     even = even_tile(t)
     if even is not None:
-        divides = both(compare("==", mul(floordiv(M, i64(even.mr)), i64(even.mr)), M),
-                       compare("!=", mul(floordiv(M, i64(t.mr)), i64(t.mr)), M))
+        divides = both(compare("==", roundup(M, even.mr), M), compare("!=", roundup(M, t.mr), M))
         even_strips = fresh_locals(tuple(_direct_strips(c, even, M, N, K, k_total)))
         plain = [ir.If(divides, tuple(even_strips), tuple(plain), c.nest.span)]
     if wide is None:
