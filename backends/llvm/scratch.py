@@ -2,19 +2,23 @@
 
 Fresh memory for every call is slow: a packed GEMM operand of a few hundred
 KiB comes from mmap, and touching it page-faults on every call (measured:
-256^3 matmul at 57 GFLOP/s instead of 90). So each `Alloc` site keeps one
-buffer in a global *cache* slot between calls:
+256^3 matmul at 57 GFLOP/s instead of 90). So each `Alloc` site keeps its
+buffers between calls in a global *cache* of WAYS slots:
 
-    take    the call swaps the cache with null (atomically) and uses what it
-            got if that is large enough, else frees it and allocates;
-    return  at the function's exit, on every path, the call swaps its buffer
-            back into the cache and frees whatever it displaced.
+    take    the call swaps a full slot with null (atomically), the first it
+            finds, and uses what it got if that is large enough, else frees
+            it and allocates;
+    return  at the function's exit, on every path, the call puts its buffer
+            in an empty slot (compare-and-swap), or frees it when none is.
 
 Calls running at once (Python threads, a parallel loop's workers) each end up
 with their own buffer, since a buffer in use is never in the cache; at most
-one buffer per site stays allocated while no call runs. A buffer starts with
-a 64-byte header holding its capacity; the data follow it. Running an `Alloc`
-again in the same call keeps the buffer when it is large enough.
+WAYS buffers per site stay allocated while no call runs. (With one slot, a
+site that two workers of a team both run, a column part's packed operands,
+kept one buffer and page-faulted the other's 1 MiB on every call.) A buffer
+starts with a 64-byte header holding its capacity; the data follow it.
+Running an `Alloc` again in the same call keeps the buffer when it is large
+enough.
 """
 
 from __future__ import annotations
@@ -29,6 +33,8 @@ from .ltypes import I8, I64, PTR, int_const
 from .runtime import extern
 
 ALIGN = 64  # a cache line; also the header's size, so the data stay aligned
+WAYS = 8  # buffers a site keeps between calls: one per worker of a team of up to 8
+_CACHE = ir.ArrayType(PTR, WAYS)
 
 
 def emit_alloc(cx: FunctionContext, stmt: Alloc) -> None:
@@ -40,17 +46,31 @@ def emit_alloc(cx: FunctionContext, stmt: Alloc) -> None:
     name = stmt.buffer.name
 
     held = bld.load(slot, typ=PTR)
-    take, have = cx.new_block(f"{name}.take"), cx.new_block(f"{name}.have")
-    before = bld.block
-    bld.cbranch(_is_null(bld, held), take, have)
-    bld.position_at_end(take)
-    taken = bld.atomic_rmw("xchg", cache, ir.Constant(PTR, None), "acq_rel")
+    have = cx.new_block(f"{name}.have")
+    incoming = [(held, bld.block)]
+    # Held already (this Alloc ran before in this call), else the first full way.
+    for way in range(WAYS):
+        look = cx.new_block(f"{name}.look{way}")
+        bld.cbranch(_is_null(bld, incoming[-1][0]), look, have)
+        bld.position_at_end(look)
+        at = _way(bld, cache, way)
+        seen, swap = bld.load(at, typ=PTR), cx.new_block(f"{name}.take{way}")
+        after = cx.new_block(f"{name}.next{way}")
+        bld.cbranch(_is_null(bld, seen), after, swap)
+        bld.position_at_end(swap)
+        taken = bld.atomic_rmw("xchg", at, ir.Constant(PTR, None), "acq_rel")
+        bld.branch(after)
+        bld.position_at_end(after)
+        got = bld.phi(PTR)
+        got.add_incoming(ir.Constant(PTR, None), look)
+        got.add_incoming(taken, swap)
+        incoming.append((got, after))
     bld.branch(have)
 
     bld.position_at_end(have)
     buf = bld.phi(PTR)
-    buf.add_incoming(held, before)
-    buf.add_incoming(taken, take)
+    for value, block in incoming:
+        buf.add_incoming(value, block)
     # An empty slot has capacity 0: read it from a constant instead of branching.
     capacity = bld.load(bld.select(_is_null(bld, buf), _zero(cx), buf), typ=I64)
     grow, ready = cx.new_block(f"{name}.grow"), cx.new_block(f"{name}.ready")
@@ -78,16 +98,25 @@ def emit_alloc(cx: FunctionContext, stmt: Alloc) -> None:
 
 
 def release_all(cx: FunctionContext, bld: ir.IRBuilder) -> None:
-    """At the exit block: return each buffer held to its cache, freeing what it displaces."""
+    """At the exit block: put each buffer held in an empty way of its cache, or free it."""
     for slot, cache in cx.scratch_slots.values():
         held = bld.load(slot, typ=PTR)
-        give, done = cx.new_block("scratch.give"), cx.new_block("scratch.given")
-        bld.cbranch(_is_null(bld, held), done, give)
-        bld.position_at_end(give)
-        displaced = bld.atomic_rmw("xchg", cache, held, "acq_rel")
-        bld.call(_libc(cx, "free"), [displaced])
+        done = cx.new_block("scratch.given")
+        for way in range(WAYS):
+            give = cx.new_block(f"scratch.give{way}")
+            bld.cbranch(_is_null(bld, held), done, give) if way == 0 else bld.branch(give)
+            bld.position_at_end(give)
+            put = bld.cmpxchg(_way(bld, cache, way), ir.Constant(PTR, None), held, "acq_rel", "monotonic")
+            full = cx.new_block(f"scratch.full{way}")
+            bld.cbranch(bld.extract_value(put, 1), done, full)
+            bld.position_at_end(full)
+        bld.call(_libc(cx, "free"), [held])
         bld.branch(done)
         bld.position_at_end(done)
+
+
+def _way(bld: ir.IRBuilder, cache: ir.GlobalVariable, way: int) -> ir.Value:
+    return bld.gep(cache, [int_const(I64, 0), int_const(I64, way)], inbounds=True, source_etype=_CACHE)
 
 
 def _slot(cx: FunctionContext, stmt: Alloc) -> tuple[ir.AllocaInstr, ir.GlobalVariable]:
@@ -101,10 +130,10 @@ def _slot(cx: FunctionContext, stmt: Alloc) -> tuple[ir.AllocaInstr, ir.GlobalVa
         n = 0
         while f"{name}{n}" in cx.module.globals:
             n += 1
-        cache = ir.GlobalVariable(cx.module, PTR, f"{name}{n}")
+        cache = ir.GlobalVariable(cx.module, _CACHE, f"{name}{n}")
         cache.linkage = "internal"
-        cache.initializer = ir.Constant(PTR, None)
-        cache.align = 8
+        cache.initializer = ir.Constant(_CACHE, [ir.Constant(PTR, None)] * WAYS)
+        cache.align = 64
         found = cx.scratch_slots[stmt.buffer] = (slot, cache)
     return found
 

@@ -34,8 +34,10 @@ x 512 blocks (Zen 4: 24 to 144 rows within 1%). Its kc is the machine's
 1024^3: 108 against 104).
 The M blocks are balanced (equal to within a strip, a multiple of the thread count
 when M allows) and each has its own region of Ap, so they run in parallel
-without sharing. Legal when C does not overlap A
-or B (the entry checks prove it unless the kernel is `inplace`): every C
+without sharing. A short or wide product shares out C's columns instead,
+each thread running the whole nest on its part (`contract_columns`). Legal
+when C does not overlap A or B (the entry checks prove it unless the kernel
+is `inplace`): every C
 element's sum still runs over k in order, from 0, so results match the plain
 loop (up to FMA contraction, which the plain loop may also use).
 
@@ -62,7 +64,8 @@ from ..machine import Machine, MicroTile, micro_tile, packed_tile
 from ..rewrite import walk_stmts
 from ..types import I64
 from .contract_ahead import Ahead
-from .contract_batch import Reuse, batch_loop, batch_parallel, reuse_for, runs_of_products
+from .contract_columns import column_parts, parts_of
+from .contract_batch import Reuse, batch_loop, batch_parallel, enough_products, reuse_for, runs_of_products
 from .contract_match import Contraction, match_nest
 from .contract_sink import SUNK_REMARK, sink, sink_reduction_loops
 from .contract_direct import (SMALL_WORK, all_of, any_of, at_most, half_tile, narrower_tiles, small_product,
@@ -227,6 +230,10 @@ def _blocked(c: Contraction, t: MicroTile, blocking: tuple[int, int, int], code:
         return ir.Sym(label, I64, "local")
 
     M, N, K, strips, blocks = (local(x) for x in ("M", "N", "K", "strips", "blocks"))
+    # C's columns lo..hi: a thread's part, or all of them (contract_columns);
+    # a run of products (reuse) takes all of them.
+    parts, lo, hi = local("parts"), local("lo"), local("hi")
+    n_start, n_stop = (i64(0), ir.Var(N)) if reuse is not None else (ir.Var(lo), ir.Var(hi))
     nc, kc, ic, mcur, threads = local("nc"), local("kc"), local("ic"), local("mcur"), local("threads")
     a_buf = ir.TensorParam("Ap", dtype, (ir.Sym("Ap.size", I64, "dim"),), True, span, scratch=True)
     b_buf = ir.TensorParam("Bp", dtype, (ir.Sym("Bp.size", I64, "dim"),), True, span, scratch=True)
@@ -243,7 +250,8 @@ def _blocked(c: Contraction, t: MicroTile, blocking: tuple[int, int, int], code:
     setup = [
         ir.Alloc(b_buf, mul(i64(kc_max), minimum(i64(nc_max), roundup(ir.Var(N), t.nr))), code, span),
         ir.Alloc(a_buf, mul(roundup(ir.Var(M), t.mr), i64(a_stride or kc_max)), code, span),
-        *_m_blocks(ir.Var(M), ir.Var(N), k_total, t, mc_max, (threads, blocks, strips), span),
+        *_m_blocks(ir.Var(M), ir.Var(N), k_total, t, mc_max, (threads, blocks, strips), span,
+                   alone=None if reuse is not None else compare(">", ir.Var(parts), i64(1))),
     ]
     jc_loop_var, pc_loop_var = ir.Sym("jc", I64, "loop"), ir.Sym("pc", I64, "loop")
     js, strip = ir.Sym("js", I64, "loop"), ir.Sym("is", I64, "loop")
@@ -280,17 +288,38 @@ def _blocked(c: Contraction, t: MicroTile, blocking: tuple[int, int, int], code:
     m_blocks = ir.For(block, i64(0), ir.Var(blocks), 1, tuple(block_body), f"{c.m.name}.block", "parallel", span)
     pack_b_when = any_of([*repack, compare(">", ir.Var(N), i64(nc_max))]) if reuse and reuse.b else None
     k_panels = _k_panels(c, t, at, (kc, K, threads, pc_loop_var), kc_max, m_blocks, pack_b_when)
-    n_body = [ir.Assign(nc, minimum(i64(nc_max), sub(ir.Var(N), ir.Var(jc_loop_var))), span), k_panels]
-    n_panels = ir.For(jc_loop_var, i64(0), ir.Var(N), nc_max, tuple(n_body), f"{c.n.name}.panel", span=span)
-    packed_path = [n_panels] if reuse is None else [replace(reuse.loop, body=(n_panels,))]
+    n_body = [ir.Assign(nc, minimum(i64(nc_max), sub(n_stop, ir.Var(jc_loop_var))), span), k_panels]
+    n_panels = ir.For(jc_loop_var, n_start, n_stop, nc_max, tuple(n_body), f"{c.n.name}.panel", span=span)
+    paths = _paths(c, t, (M, N, K), k_total, (setup, n_panels), (parts, lo, hi), direct, narrow, batch, reuse)
+    return [*sizes, *paths]
+
+
+def _paths(c: Contraction, t: MicroTile, sizes: tuple, k_total: ir.Expr, packed: tuple, columns: tuple,
+           direct: MicroTile | None, narrow: MicroTile | None, batch: ir.For | None,
+           reuse: Reuse | None) -> list[ir.Stmt]:
+    """The packed nest (`packed`: its setup and its loop over N's panels) in
+    column parts (`columns`: the parts and a part's bounds) or in a run of
+    products, and with a `direct` tile the choice of the unpacked path for
+    small products. sizes: the M, N and K symbols."""
+    M, N, K = (ir.Var(x) for x in sizes)
+    setup, n_panels = packed
+    span = c.nest.span
+    if reuse is None:
+        # A batch that runs whole products per thread leaves each one thread.
+        shared = None if batch is None else enough_products(batch, sub(batch.stop, batch.start), c.m.stop, t.mr)
+        parts, lo, hi = columns
+        setup, packed_path = [], [ir.Assign(parts, parts_of(M, N, k_total, shared, span), span),
+                                  column_parts(parts, N, t.nr, (lo, hi), [*setup, n_panels], span)]
+    else:
+        packed_path = [replace(reuse.loop, body=(n_panels,))]
     if direct is None:
-        return [*sizes, *setup, *packed_path]
+        return [*setup, *packed_path]
     wide = t if c.br and t != direct else None
-    direct_path = unpacked(c, direct, narrow, ir.Var(M), ir.Var(N), ir.Var(K), k_total, wide)
+    direct_path = unpacked(c, direct, narrow, M, N, K, k_total, wide)
     if reuse is not None:
         direct_path = [replace(reuse.loop, body=tuple(direct_path))]
-    small = small_product(c, ir.Var(M), ir.Var(N), k_total, batch)
-    return [*sizes, ir.If(small, tuple(direct_path), (*setup, *packed_path), span)]
+    small = small_product(c, M, N, k_total, batch)
+    return [ir.If(small, tuple(direct_path), (*setup, *packed_path), span)]
 
 
 def _k_panels(c: Contraction, t: MicroTile, at: dict, syms: tuple, kc_max: int, m_blocks: ir.Stmt,
@@ -336,15 +365,19 @@ def _packed_tiles(c: Contraction, t: MicroTile, at: dict, kc: ir.Expr, first: ir
     return out
 
 
-def _m_blocks(M: ir.Expr, N: ir.Expr, K: ir.Expr, t: MicroTile, mc_max: int, syms, span) -> list[ir.Stmt]:
+def _m_blocks(M: ir.Expr, N: ir.Expr, K: ir.Expr, t: MicroTile, mc_max: int, syms, span,
+              alone: ir.Expr | None = None) -> list[ir.Stmt]:
     """Set `threads`, `blocks` and `strips` (M's strips of mr rows): as few
     blocks as mc allows, but a multiple of the thread count (when there are
-    enough strips). The blocks share the strips evenly (sizes differ by at
-    most one strip), so each thread's static share is within a strip of the
+    enough strips; one thread when `alone` holds: a column part's). The
+    blocks share the strips evenly (sizes differ by at most one strip), so
+    each thread's static share is within a strip of the
     others': rounding the block size up to mr instead left 1024 rows as nine
     blocks of 112 and one of 16, 560 rows on one thread and 464 on the other."""
     threads, blocks, strips = syms
     few = at_most(M, N, K, SMALL_WORK - 1)
+    if alone is not None:
+        few = any_of([few, alone])
     return [
         ir.Assign(strips, floordiv(add(M, i64(t.mr - 1)), i64(t.mr)), span),
         ir.Assign(blocks, floordiv(add(M, i64(mc_max - 1)), i64(mc_max)), span),

@@ -7,6 +7,8 @@ element's sum still runs over k in order, so results do not depend on the
 thread count, bit for bit.
 """
 
+import ctypes
+import resource
 import threading
 
 import numpy as np
@@ -325,6 +327,51 @@ def test_same_bits_for_any_thread_count(lib):
     lib.set_num_threads(0)
     assert all(np.array_equal(results[0], r) for r in results[1:])
     close(results[0], a, b)
+
+
+# Short or wide products whose columns the threads share out (contract_columns):
+# parts of whole and partial N panels, uneven strips, and on 3 threads the
+# first two too narrow to split (fewer than 512 columns a part).
+COLUMN_PARTS = [(5, 700, 1100), (1, 300, 1027), (13, 30, 1100), (600, 40, 1300), (600, 40, 1100)]
+
+
+@pytest.mark.parametrize("name", ["mm_auto", "mm_small_blocks"])
+@pytest.mark.parametrize("size", COLUMN_PARTS)
+def test_column_parts_same_bits_for_any_thread_count(lib, name, size):
+    a, b = operands(*size)
+    results = []
+    for threads in (1, 2, 3):
+        lib.set_num_threads(threads)
+        c = np.full((size[0], size[2]), np.nan, np.float32)
+        getattr(lib, name)(a, b, c)
+        results.append(c)
+    lib.set_num_threads(0)
+    close(results[0], a, b)
+    assert all(np.array_equal(results[0], r) for r in results[1:])
+
+
+def test_column_parts_keep_their_buffers(lib):
+    """Each worker of a team finds its packing buffers from the last call in
+    the site's cache: no page faults call after call (with one buffer kept a
+    site, one worker's 1 MiB panel of B faulted its 256 pages each time)."""
+    # glibc's malloc would otherwise raise its mmap threshold past 1 MiB after
+    # the first free and keep a freed buffer's pages: fix it at its default,
+    # so that a buffer the cache does not keep faults again when allocated.
+    ctypes.CDLL(None).mallopt(-3, 128 * 1024)  # M_MMAP_THRESHOLD
+    a, b = operands(64, 1024, 2048)
+    c = np.empty((64, 2048), np.float32)
+    lib.set_num_threads(2)
+    try:
+        for _ in range(3):
+            lib.mm_auto(a, b, c)
+        before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+        for _ in range(10):
+            lib.mm_auto(a, b, c)
+        faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before
+    finally:
+        lib.set_num_threads(0)
+    close(c, a, b)
+    assert faults < 10 * 32
 
 
 def test_python_threads_at_once(lib):
