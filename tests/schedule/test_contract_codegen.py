@@ -8,7 +8,7 @@ import pytest
 
 from dsl.grammar.diagnostics import Source
 from dsl.lowering import ir
-from dsl.lowering.rewrite import stmt_exprs, walk_expr
+from dsl.lowering.rewrite import stmt_exprs, walk_expr, walk_stmts
 from dsl.options import CompileOptions
 from dsl.pipeline import compile_source
 
@@ -119,3 +119,19 @@ def test_small_products_pack_b_stored_by_rows_of_k():
     assert not _loads_outside(kernel.body, "w", "pack.B")
     gemm = compile_source(Source("gemm.tk", GEMM), CompileOptions(**HASWELL), stop_after="schedule").program.kernels[0]
     assert _loads_outside(gemm.body, "B", "pack.B"), "the unpacked path of a plain matmul reads B in place"
+
+
+def test_a_b_stored_by_rows_of_k_packs_without_gathers():
+    """x @ W.T on AVX-512's 6 x 64 tile: each whole 16 x 16 block of the
+    strip's four vectors is read row by row and transposed in registers; a
+    loop over all four left two of them as gathers (transpose_loads takes
+    two blocks a loop)."""
+    job = compile_source(Source("nt.tk", NT), CompileOptions(triple="x86_64-unknown-linux-gnu", cpu="znver4"),
+                         stop_after="guard")
+    kernel = job.program.kernels[0]
+    blocked = [s for s in walk_stmts(kernel.body) if isinstance(s, ir.For) and s.name == "pack.B.k" and s.step == 16]
+    assert blocked
+    loads = [n for loop in blocked for s in walk_stmts(loop.body) for e in stmt_exprs(s) for n in walk_expr(e)
+             if isinstance(n, ir.Load) and n.tensor.name == "w"]
+    assert len(loads) == 4 * 16  # 64 rows of 16 k, read as rows
+    assert not [x for x in loads if any(isinstance(y, ir.Ramp) for i in x.indices[:-1] for y in walk_expr(i))]
