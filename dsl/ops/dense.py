@@ -132,12 +132,14 @@ _door: list = []
 # code, 64 x 1024 x 1024: 43 GFLOP/s against 54 for 1 x 4).
 # On an Intel Xeon (2 MiB of L2 a core), whose shared L3 feeds a core more
 # slowly, the dot products, which read all of A again for every four rows of
-# B, fall behind the packed GEMM from about 64 rows: 1 thread, GFLOP/s, x @
-# W.T, W 4096 x 4096, dots (packed): 64 rows 92-94 (83-86), 96 rows 69 (97),
-# 128 63 (110), 256 52 (131); 2 threads 64 rows 134 (144), 128 133 (204).
+# B, fall behind the packed GEMM (its pack of B transposed in registers)
+# past 32 rows: GFLOP/s, dots (packed), W 4096 x 4096, 1 thread: 16 rows 77
+# (52), 32 70 (81), 48 76 (108), 64 75 (107); 2 threads: 16 136 (104), 32
+# 154 (169), 48 144 (208); W 1024 x 1024, 1 thread: 32 rows 101 (93), 64 122
+# (115); 2 threads: 32 218 (157), 64 169 (210).
 _DOT_ROWS = 8
 _WIDE_DOT_ROWS = 256
-_INTEL_DOT_ROWS = 64
+_INTEL_DOT_ROWS = 32
 
 
 def _dot_kernel(lib, m: int, k: int):
