@@ -154,7 +154,7 @@ def _rewrite(kernel: ir.Kernel, found: list[Contraction], machine: Machine, opti
         reuse = reuse_for(batch, c)
         blocked = _blocked(c, packed, blocking, code, a_stride, direct=tile if direct else None, narrow=narrow,
                            batch=batch, reuse=reuse)
-        where = "run in parallel"
+        where = "run in parallel" + ("" if reuse else " (or, for a short or wide product, C's columns)")
         outer = next((s for s in walk_stmts(body) if isinstance(s, ir.For) and s.kind == "parallel"
                       and any(x is c.nest for x in walk_stmts(s.body))), None)
         if outer is not None:
