@@ -68,7 +68,7 @@ from .contract_columns import column_parts, parts_of
 from .contract_batch import Reuse, batch_loop, batch_parallel, enough_products, reuse_for, runs_of_products
 from .contract_match import Contraction, match_nest
 from .contract_sink import SUNK_REMARK, sink, sink_reduction_loops
-from .contract_direct import (SMALL_WORK, all_of, any_of, at_most, half_tile, narrower_tiles, small_product,
+from .contract_direct import (all_of, any_of, at_most, half_tile, narrower_tiles, small_product,
                               unpacked)
 from .microkernel import Packed, batch_reduce_vars, tile_body
 from .nest import ScheduleError, find_loop, remark, replace_loop
@@ -285,7 +285,8 @@ def _blocked(c: Contraction, t: MicroTile, blocking: tuple[int, int, int], code:
     block_body = [ir.Assign(ic, first_row(ir.Var(block)), span),
                   ir.Assign(mcur, sub(minimum(first_row(add(ir.Var(block), i64(1))), ir.Var(M)), ir.Var(ic)), span),
                   *pack, n_strips]
-    m_blocks = ir.For(block, i64(0), ir.Var(blocks), 1, tuple(block_body), f"{c.m.name}.block", "parallel", span)
+    m_blocks = ir.For(block, i64(0), ir.Var(blocks), 1, tuple(block_body), f"{c.m.name}.block", "parallel", span,
+                      when=compare(">", ir.Var(threads), i64(1)))
     pack_b_when = any_of([*repack, compare(">", ir.Var(N), i64(nc_max))]) if reuse and reuse.b else None
     k_panels = _k_panels(c, t, at, (kc, K, threads, pc_loop_var), kc_max, m_blocks, pack_b_when)
     n_body = [ir.Assign(nc, minimum(i64(nc_max), sub(n_stop, ir.Var(jc_loop_var))), span), k_panels]
@@ -365,6 +366,13 @@ def _packed_tiles(c: Contraction, t: MicroTile, at: dict, kc: ir.Expr, first: ir
     return out
 
 
+# Multiply-adds up to which the packed path runs on one thread: x @ W.T (B
+# stored by rows of K is always packed), 1 thread against 2 of an Intel
+# Xeon, GFLOP/s: 64^3 132 against 65, 128^3 180 against 172; 192^3 183
+# against 219.
+PACKED_TEAM_WORK = 160 ** 3
+
+
 def _m_blocks(M: ir.Expr, N: ir.Expr, K: ir.Expr, t: MicroTile, mc_max: int, syms, span,
               alone: ir.Expr | None = None) -> list[ir.Stmt]:
     """Set `threads`, `blocks` and `strips` (M's strips of mr rows): as few
@@ -375,13 +383,14 @@ def _m_blocks(M: ir.Expr, N: ir.Expr, K: ir.Expr, t: MicroTile, mc_max: int, sym
     others': rounding the block size up to mr instead left 1024 rows as nine
     blocks of 112 and one of 16, 560 rows on one thread and 464 on the other."""
     threads, blocks, strips = syms
-    few = at_most(M, N, K, SMALL_WORK - 1)
+    few = at_most(M, N, K, PACKED_TEAM_WORK)
     if alone is not None:
         few = any_of([few, alone])
     return [
         ir.Assign(strips, floordiv(add(M, i64(t.mr - 1)), i64(t.mr)), span),
         ir.Assign(blocks, floordiv(add(M, i64(mc_max - 1)), i64(mc_max)), span),
-        # A small product is not worth a thread team (~2 us to start).
+        # A small product is not worth a thread team (~2 us to start, and
+        # the packed path meets twice a panel).
         ir.Assign(threads, ir.Select(few, i64(1), ir.Threads(span), I64, span), span),
         ir.Assign(blocks, mul(floordiv(add(ir.Var(blocks), sub(ir.Var(threads), i64(1))), ir.Var(threads)),
                               ir.Var(threads)), span),
