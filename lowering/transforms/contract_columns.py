@@ -1,10 +1,10 @@
-"""Column parts: a short, wide product's packed nest shared out by C's columns.
+"""Column parts: a short or wide product's packed nest shared out by C's columns.
 
 The packed nest shares each K panel's M blocks among the threads, all of
 them reading one packed panel of B. When A has few rows, each thread's share
 of the panel's work is small next to the panel itself: every thread streams
 the whole panel (half of it packed into the other core's cache), and the
-team meets twice a panel. Short products instead split C's columns:
+team meets twice a panel. Short or wide products split C's columns instead:
 
     for part in range(0, parts) parallel:       parts: threads, or 1
         lo, hi = part's share of N (whole strips of nr columns)
@@ -37,7 +37,8 @@ WIDE_RATIO = 2
 
 def parts_of(M: ir.Expr, N: ir.Expr, K: ir.Expr, shared: ir.Expr | None, span) -> ir.Expr:
     """How many column parts: the thread count for a short or wide product
-    (not too small for a team: see `_m_blocks`), else 1; also 1 when
+    of more than SMALL_WORK multiply-adds (the parts meet once a call, where
+    the M blocks meet twice a panel), else 1; also 1 when
     `shared` holds (a batch's products run one per thread)."""
     threads = ir.Threads(span)
     conds = [compare(">", threads, i64(1)), at_most(M, N, K, SMALL_WORK - 1, more=True),
