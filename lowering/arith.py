@@ -62,6 +62,12 @@ def floordiv(a: ir.Expr, b: ir.Expr) -> ir.Expr:
     return ir.Binary("//", a, b, _I64)
 
 
+def share_start(q: ir.Expr, total: ir.Expr, parts: ir.Expr) -> ir.Expr:
+    """Where part q of `parts` starts when they share `total` items evenly
+    (sizes differ by at most one): q * total // parts."""
+    return floordiv(mul(q, total), parts)
+
+
 def roundup(x: ir.Expr, f: int) -> ir.Expr:
     """x rounded up to a multiple of the constant f (x >= 0)."""
     return mul(floordiv(add(x, i64(f - 1)), i64(f)), i64(f))

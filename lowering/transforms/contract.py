@@ -59,7 +59,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from .. import ir
-from ..arith import add, compare, floordiv, i64, maximum, minimum, mul, roundup, sub
+from ..arith import add, compare, floordiv, i64, maximum, minimum, mul, roundup, share_start, sub
 from ..machine import Machine, MicroTile, micro_tile, packed_tile
 from ..rewrite import walk_stmts
 from ..types import I64
@@ -274,7 +274,7 @@ def _blocked(c: Contraction, t: MicroTile, blocking: tuple[int, int, int], code:
     m_strips = ir.For(strip, i64(0), ir.Var(mcur), t.mr, tuple(tile), f"{c.m.name}.strip", span=span)
     n_strips = ir.For(js, i64(0), ir.Var(nc), t.nr, (m_strips,), f"{c.n.name}.strip", span=span)
     def first_row(b: ir.Expr) -> ir.Expr:  # of block b: the blocks share the strips out evenly
-        return mul(floordiv(mul(b, ir.Var(strips)), ir.Var(blocks)), i64(t.mr))
+        return mul(share_start(b, ir.Var(strips), ir.Var(blocks)), i64(t.mr))
 
     pack = pack_a_rows(c, t, at, a_stride) if a_stride else pack_a(c, t, at)
     # With reuse, an unchanged operand is packed again only on a run's first

@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from .. import ir
-from ..arith import add, both, compare, floordiv, i64, minimum, mul, sub
+from ..arith import add, both, compare, floordiv, i64, minimum, mul, share_start, sub
 from ..rewrite import walk_stmts
 from ..types import I64
 from .contract_direct import any_of
@@ -119,7 +119,7 @@ def runs_of_products(batch: ir.For, reuse: Reuse, blocked: list[ir.Stmt], m: ir.
     parts = ir.Sym("parts", I64, "local")
 
     def bound(q: ir.Expr) -> ir.Expr:  # the first product of run q: runs differ by at most one
-        return add(batch.start, floordiv(mul(q, trips), ir.Var(parts)))
+        return add(batch.start, share_start(q, trips, ir.Var(parts)))
 
     share = [ir.Assign(reuse.lo, bound(ir.Var(reuse.part)), span),
              ir.Assign(reuse.hi, bound(add(ir.Var(reuse.part), i64(1))), span)]

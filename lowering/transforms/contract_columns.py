@@ -24,7 +24,7 @@ shape, 1024^3 317 -> 312 and 4096 x 256 x 4096 333 -> 322.
 from __future__ import annotations
 
 from .. import ir
-from ..arith import add, compare, floordiv, i64, minimum, mul
+from ..arith import add, compare, floordiv, i64, minimum, mul, share_start
 from ..types import BOOL, I64
 from .contract_direct import SMALL_WORK, all_of, any_of, at_most
 
@@ -59,7 +59,7 @@ def column_parts(parts: ir.Sym, N: ir.Expr, nr: int, bounds: tuple[ir.Sym, ir.Sy
     strips = floordiv(add(N, i64(nr - 1)), i64(nr))
 
     def first_column(q: ir.Expr) -> ir.Expr:
-        return minimum(N, mul(floordiv(mul(q, strips), ir.Var(parts)), i64(nr)))
+        return minimum(N, mul(share_start(q, strips, ir.Var(parts)), i64(nr)))
 
     share = [ir.Assign(lo, first_column(ir.Var(part)), span),
              ir.Assign(hi, first_column(add(ir.Var(part), i64(1))), span)]

@@ -339,7 +339,7 @@ def test_a_vector_operand_takes_the_matrix_vector_short_path(vector_first, monke
                                      (64, 200, 7), (18, 64, 33), (11, 40, 2), (256, 520, 6)])
 def test_few_rows_times_w_t_are_dot_products(m, k, n, monkeypatch):
     """x @ W.T for rows of x few beside K (up to 8; with 512-bit vectors up
-    to 256, 64 on Intel's cores, and K / 2) runs as dot products over rows of W, without packing
+    to 256, 32 on Intel's cores, and K / 2) runs as dot products over rows of W, without packing
     it: blocks of 4 rows of x by 4 of W, then the rows of x left over, then
     the rows of W left over; any K, plain and as a batch of one."""
     from dsl.ops import dense
