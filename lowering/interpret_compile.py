@@ -192,8 +192,8 @@ class Compiler(VectorCompiler):
                 return self.alloc(s)
             case ir.LocalArray(buffer):
                 return self.local_array(buffer)
-            case ir.Prefetch():
-                return lambda env: None  # a hint to the cache, nothing to compute
+            case ir.Prefetch() | ir.Realign():
+                return lambda env: None  # a hint to the cache, or the same values from an aligned copy
             case ir.IndexStore(indices, store):
                 slots = [self.slot(sym) for sym, _ in indices]
                 extents = [self.scalar_expr(x, "extent") for _, x in indices]

@@ -15,7 +15,7 @@ operation with a vector operand (scalar operands are broadcast implicitly).
     expr := Const | Var | Shape | Load | Binary | Unary | Cast | Fma | Select | TargetOp
           | Overlaps | Threads | AlignGap | Ramp | Broadcast | HReduce | Shuffle (vectors)
           | Reduce (kernel IR only)
-    stmt := For | If | Assign | Store | Check | Alloc | LocalArray | Prefetch
+    stmt := For | If | Assign | Store | Check | Alloc | LocalArray | Prefetch | Realign
           | IndexStore (kernel IR only)
 """
 
@@ -298,6 +298,24 @@ class Prefetch:
 
 
 @dataclass(frozen=True, slots=True)
+class Realign:
+    """From here to the kernel's end, read the input `tensor` from a copy
+    whose data start on a 64-byte line, when `when` holds and the backend
+    finds at run time that the tensor's data start inside a line while each
+    of its strides (but a unit one) is a whole number of lines, so that the
+    copy puts every row on a line. A vector load of a row that starts inside
+    a line reads two lines. Only at the kernel's top level, so that the copy
+    serves all that follows; the values read do not change (inputs do not
+    overlap outputs), so the interpreter ignores it. Memory for the copy
+    that runs out stops the kernel with `kernel.checks[code]`."""
+
+    tensor: "TensorParam"
+    when: Expr
+    code: int
+    span: Span | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class Alloc:
     """Give the scratch tensor `buffer` (rank 1, unit stride, `scratch=True`) room
     for `size` elements, 64-byte aligned, until the kernel returns.
@@ -335,7 +353,7 @@ class IndexStore:
     span: Span | None = None
 
 
-Stmt = For | If | Assign | Store | Check | Alloc | LocalArray | Prefetch | IndexStore
+Stmt = For | If | Assign | Store | Check | Alloc | LocalArray | Prefetch | Realign | IndexStore
 
 # ------------------------------------------------------------------- kernels
 

@@ -104,7 +104,8 @@ def format_node(node, names: Namer | None = None) -> str:
     """One line for an expression or a statement (a loop or `if` gives its header)."""
     if isinstance(node, (ir.For, ir.If)):
         return format_stmt(node, names).split("\n", 1)[0]
-    if isinstance(node, (ir.Assign, ir.Store, ir.Check, ir.Alloc, ir.LocalArray, ir.Prefetch, ir.IndexStore)):
+    if isinstance(node, (ir.Assign, ir.Store, ir.Check, ir.Alloc, ir.LocalArray, ir.Prefetch, ir.Realign,
+                         ir.IndexStore)):
         return format_stmt(node, names)
     return format_expr(node, names)
 
@@ -187,6 +188,8 @@ class _Printer:
                 self.emit(depth, f"prefetch{'_write' if write else ''} {self.subscript(tensor, indices)}{where}")
             case ir.Alloc(buffer, size, code):
                 self.emit(depth, f"alloc {buffer.name}: {buffer.dtype}[{self.expr(size, I64)}] else #{code}")
+            case ir.Realign(tensor, when, code):
+                self.emit(depth, f"realign {tensor.name} if {self.expr(when, BOOL)} else #{code}")
             case ir.LocalArray(buffer):
                 self.emit(depth, f"local {buffer.name}: {buffer.dtype}[{', '.join(map(str, buffer.dims))}]")
             case ir.IndexStore(indices, store):

@@ -89,6 +89,8 @@ def _map_children(s: ir.Stmt, expr_fn, stmt_fn) -> ir.Stmt:
             return replace(s, cond=ex(cond))
         case ir.Alloc(size=size):
             return replace(s, size=ex(size))
+        case ir.Realign(when=when):
+            return replace(s, when=ex(when))
         case ir.Prefetch(indices=indices):
             return replace(s, indices=tuple(ex(i) for i in indices))
         case ir.IndexStore(indices, store):
@@ -144,6 +146,8 @@ def stmt_exprs(s: ir.Stmt) -> tuple[ir.Expr, ...]:
             return (cond,)
         case ir.Alloc(size=size):
             return (size,)
+        case ir.Realign(when=when):
+            return (when,)
         case ir.Prefetch(indices=indices):
             return indices
         case ir.IndexStore(indices, store):

@@ -163,6 +163,14 @@ class _Verifier:
                 self.scalar(size, s, "an allocation size")
                 valid = isinstance(code, int) and 0 <= code < len(self.kernel.checks)
                 self.expect(valid, s, f"alloc code {code!r} is not in the table of checks")
+            case ir.Realign(tensor, when, code):
+                self.expect(tensor in self.kernel.tensors and not tensor.is_output and tensor.quant is None
+                            and any(x is s for x in self.kernel.body), s,
+                            f"realign of '{tensor.name}', which is not an input at the kernel's top level")
+                self.typed(when, BOOL, s, "a realign condition")
+                self.scalar(when, s, "a realign condition")
+                valid = isinstance(code, int) and 0 <= code < len(self.kernel.checks)
+                self.expect(valid, s, f"realign code {code!r} is not in the table of checks")
             case ir.LocalArray(buffer):
                 self.expect(buffer.scratch and buffer.local and buffer.is_output
                             and all(isinstance(d, int) and d > 0 for d in buffer.dims), s,

@@ -65,6 +65,7 @@ class FunctionContext:
         # scratch buffer -> (pointer slot, null until allocated; the site's cache global)
         self.scratch_slots: dict[TensorParam, tuple[ir.AllocaInstr, ir.GlobalVariable]] = {}
         self.local_arrays: dict[TensorParam, ir.AllocaInstr] = {}  # local_arrays.py
+        self.realigned: dict[TensorParam, TensorParam] = {}  # input -> its copy's buffer (realign.py)
         self.float_bounds: list[tuple] = []  # (x, c): abs(x) < c holds here (exprs._guarded)
         self.streamed = False  # made a non-temporal store (streaming.py)
         self.stream_threshold: ir.Value | None = None

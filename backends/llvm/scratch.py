@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import llvmlite.ir as ir
 
-from dsl.lowering.ir import Alloc
+from dsl.lowering.ir import Alloc, TensorParam
 
 from .context import FunctionContext, TensorArgs
 from .exprs import emit_expr
@@ -39,11 +39,18 @@ _CACHE = ir.ArrayType(PTR, WAYS)
 
 def emit_alloc(cx: FunctionContext, stmt: Alloc) -> None:
     """Make `stmt.buffer` hold `stmt.size` elements, as a rank-1 unit-stride tensor."""
-    bld = cx.builder
-    slot, cache = _slot(cx, stmt)
     size = emit_expr(cx, stmt.size)
-    need = bld.mul(size, int_const(I64, stmt.buffer.dtype.itemsize), flags=("nsw",))
-    name = stmt.buffer.name
+    data = allocate(cx, stmt.buffer, size, stmt.code)
+    cx.tensors[stmt.buffer] = TensorArgs(stmt.buffer, data, [size], [int_const(I64, 1)])
+
+
+def allocate(cx: FunctionContext, buffer: TensorParam, size: ir.Value, code: int) -> ir.Value:
+    """The data of scratch `buffer`, room for `size` elements on a line (its
+    site's cache keyed by `buffer`); out of memory stops with check `code`."""
+    bld = cx.builder
+    slot, cache = _slot(cx, buffer)
+    need = bld.mul(size, int_const(I64, buffer.dtype.itemsize), flags=("nsw",))
+    name = buffer.name
 
     held = bld.load(slot, typ=PTR)
     have = cx.new_block(f"{name}.have")
@@ -83,7 +90,7 @@ def emit_alloc(cx: FunctionContext, stmt: Alloc) -> None:
                     int_const(I64, ALIGN))
     fresh = bld.call(_libc(cx, "aligned_alloc"), [int_const(I64, ALIGN), total])
     stored = cx.new_block(f"{name}.allocated")
-    bld.cbranch(_is_null(bld, fresh), cx.fail_block(stmt.code), stored)
+    bld.cbranch(_is_null(bld, fresh), cx.fail_block(code), stored)
     bld.position_at_end(stored)
     bld.store(bld.sub(total, int_const(I64, ALIGN)), fresh)
     bld.branch(ready)
@@ -93,8 +100,7 @@ def emit_alloc(cx: FunctionContext, stmt: Alloc) -> None:
     final.add_incoming(buf, have)
     final.add_incoming(fresh, stored)
     bld.store(final, slot)
-    data = bld.gep(final, [int_const(I64, ALIGN)], inbounds=True, source_etype=I8)
-    cx.tensors[stmt.buffer] = TensorArgs(stmt.buffer, data, [size], [int_const(I64, 1)])
+    return bld.gep(final, [int_const(I64, ALIGN)], inbounds=True, source_etype=I8)
 
 
 def release_all(cx: FunctionContext, bld: ir.IRBuilder) -> None:
@@ -119,14 +125,14 @@ def _way(bld: ir.IRBuilder, cache: ir.GlobalVariable, way: int) -> ir.Value:
     return bld.gep(cache, [int_const(I64, 0), int_const(I64, way)], inbounds=True, source_etype=_CACHE)
 
 
-def _slot(cx: FunctionContext, stmt: Alloc) -> tuple[ir.AllocaInstr, ir.GlobalVariable]:
-    """The function's pointer slot for `stmt.buffer` (null at entry) and its site's cache."""
-    found = cx.scratch_slots.get(stmt.buffer)
+def _slot(cx: FunctionContext, buffer: TensorParam) -> tuple[ir.AllocaInstr, ir.GlobalVariable]:
+    """The function's pointer slot for `buffer` (null at entry) and its site's cache."""
+    found = cx.scratch_slots.get(buffer)
     if found is None:
-        slot = cx.alloca_builder.alloca(PTR, name=f"{stmt.buffer.name}.ptr")
+        slot = cx.alloca_builder.alloca(PTR, name=f"{buffer.name}.ptr")
         slot.type = PTR
         cx.alloca_builder.store(ir.Constant(PTR, None), slot)
-        name = f"{cx.func.name}.{stmt.buffer.name}.cache"
+        name = f"{cx.func.name}.{buffer.name}.cache"
         n = 0
         while f"{name}{n}" in cx.module.globals:
             n += 1
@@ -134,7 +140,7 @@ def _slot(cx: FunctionContext, stmt: Alloc) -> tuple[ir.AllocaInstr, ir.GlobalVa
         cache.linkage = "internal"
         cache.initializer = ir.Constant(_CACHE, [ir.Constant(PTR, None)] * WAYS)
         cache.align = 64
-        found = cx.scratch_slots[stmt.buffer] = (slot, cache)
+        found = cx.scratch_slots[buffer] = (slot, cache)
     return found
 
 

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 import llvmlite.ir as ir
 
-from dsl.lowering.ir import Alloc, Assign, Check, For, If, LocalArray, Prefetch, Stmt, Store
+from dsl.lowering.ir import Alloc, Assign, Check, For, If, LocalArray, Prefetch, Realign, Stmt, Store
 from dsl.lowering.vector import lanes_of
 
 from ..errors import BackendError
@@ -18,6 +18,7 @@ VOID = ir.VoidType()
 from .parallel import emit_parallel_for
 from .local_arrays import emit_local_array
 from .scratch import emit_alloc
+from .realign import emit_realign
 from .memory import element_pointer, store_element
 from .vector_memory import vector_store
 from .vectors import splat
@@ -49,6 +50,8 @@ def emit_stmt(cx: FunctionContext, stmt: Stmt) -> None:
             emit_local_array(cx, stmt)
         case Prefetch():
             emit_prefetch(cx, stmt)
+        case Realign():
+            emit_realign(cx, stmt)
         case If():
             _emit_if(cx, stmt)
         case For(kind="parallel"):

@@ -51,7 +51,9 @@ Batch loops around the nest: the outermost that indexes C runs whole
 matmuls per thread when it has enough iterations, and the packed tiles of
 each small product ask for the next one's lines (`contract_ahead`). An
 operand that the batch leaves unchanged is packed once per thread's run of
-products (`contract_batch`).
+products (`contract_batch`). A B read in place whose rows start inside a
+cache line is read from an aligned copy, made once per call, when enough
+rows of A read it (`contract_realign`).
 """
 
 from __future__ import annotations
@@ -67,6 +69,7 @@ from .contract_ahead import Ahead
 from .contract_columns import column_parts, parts_of
 from .contract_batch import Reuse, batch_loop, batch_parallel, enough_products, reuse_for, runs_of_products
 from .contract_match import Contraction, match_nest
+from .contract_realign import with_realigns
 from .contract_sink import SUNK_REMARK, sink, sink_reduction_loops
 from .contract_direct import (all_of, any_of, at_most, half_tile, narrower_tiles, small_product,
                               unpacked)
@@ -135,8 +138,14 @@ def _rewrite(kernel: ir.Kernel, found: list[Contraction], machine: Machine, opti
              remarks: list | None) -> ir.Kernel:
     code = len(kernel.checks)
     info = ir.CheckInfo("memory", "out of memory for the packed operands of a matmul", span or kernel.span)
-    body = kernel.body
-    for c in found:
+    # B stored by rows of K (x @ W.T), read in place, has each vector put
+    # together lane by lane: such a B is always packed, transposed in
+    # registers (1 thread of Zen 4: 64^3 18.6 -> 8.2 us, 128^3 136 -> 44;
+    # the plain layout: 6.6 and 40).
+    directs = [not options and not k_innermost(c) for c in found]
+    body = with_realigns(kernel, found, directs)
+    realigned = {s.tensor for s in body if isinstance(s, ir.Realign)}
+    for c, direct in zip(found, directs, strict=True):
         tile = _tile(machine, c, options, span)  # the unpacked path's
         packed = tile if "mr" in options or "nr" in options else packed_tile(machine, c.dtype)
         mc, kc, nc = blocking = _blocking(c, packed, options, machine)
@@ -145,11 +154,6 @@ def _rewrite(kernel: ir.Kernel, found: list[Contraction], machine: Machine, opti
         narrow = narrow if narrow is not None and narrow.nr < tile.nr else None
         # NEON's by-element FMA takes A's column of a strip as whole vectors.
         a_stride = None if machine.fma_by_element else a_row_stride(c, blocking[1])
-        # B stored by rows of K (x @ W.T), read in place, has each vector put
-        # together lane by lane: such a B is always packed, transposed in
-        # registers (1 thread of Zen 4: 64^3 18.6 -> 8.2 us, 128^3 136 -> 44;
-        # the plain layout: 6.6 and 40).
-        direct = not options and not k_innermost(c)
         batch = batch_loop(body, c)
         reuse = reuse_for(batch, c)
         blocked = _blocked(c, packed, blocking, code, a_stride, direct=tile if direct else None, narrow=narrow,
@@ -180,15 +184,16 @@ def _rewrite(kernel: ir.Kernel, found: list[Contraction], machine: Machine, opti
         remark(remarks, c.nest.span,
                 f"loop '{c.nest.name}': contraction of '{c.a.tensor.name}' (m={c.m.name}) and "
                 f"'{c.b.tensor.name}' (n={c.n.name}) over k={c.k.name}: {packed.mr}x{packed.nr} {c.dtype} "
-                f"micro-kernel in registers{_unpacked_remark(tile, packed, direct)}, B packed in {kc}x{nc} panels, "
+                f"micro-kernel in registers{_unpacked_remark(tile, packed, direct, c.b.tensor in realigned)}, B packed in {kc}x{nc} panels, "
                 f"A in {mc}x{kc} blocks {where}")
     return replace(kernel, body=body, checks=(*kernel.checks, info))
 
 
-def _unpacked_remark(tile: MicroTile, packed: MicroTile, direct: bool) -> str:
+def _unpacked_remark(tile: MicroTile, packed: MicroTile, direct: bool, realigned: bool) -> str:
     if not direct or tile == packed:
         return ""
-    return f" ({tile.mr}x{tile.nr} for small products, read in place)"
+    copy = "; B from a copy on cache lines when its rows start inside one" if realigned else ""
+    return f" ({tile.mr}x{tile.nr} for small products, read in place{copy})"
 
 
 def _tile(machine: Machine, c: Contraction, options: dict, span) -> MicroTile:

@@ -7,7 +7,7 @@ import pytest
 
 from dsl.grammar.diagnostics import Source, Span
 from dsl.lowering.ir import (Assign, Binary, Cast, Check, CheckInfo, Const, Fma, For, If, IndexStore, Kernel,
-                             Load, Overlaps, Program, Reduce, ScalarParam, Select, Shape, Store, Sym,
+                             Load, Overlaps, Program, Realign, Reduce, ScalarParam, Select, Shape, Store, Sym,
                              TensorParam, Unary, Var)
 from dsl.lowering.loops import lower_kernel
 from dsl.lowering.types import BOOL, F16, F32, F64, I8, I32, I64, U8
@@ -127,6 +127,8 @@ BAD_LOOP_BODIES = {
     "overlaps\\(\\) of a foreign tensor": [If(Overlaps(X, TensorParam("z", F32, (N,), False)), ())],
     "axis 1 out of range for rank 1": [store(Cast(Shape(X, 1), F32))],
     "is not a parameter of this kernel": [store(Load(TensorParam("x", F32, (N,), False), (Var(I),), F32))],
+    "realign of 'x', which is not an input at the kernel's top level": [Realign(X, Const(True, BOOL), 0)],
+    "realign of 'out', which is not an input": [Realign(OUT, Const(True, BOOL), 0)],
 }
 
 
@@ -135,6 +137,15 @@ def test_bad_ir_is_rejected(problem):
     with pytest.raises(VerifyError, match=problem) as info:
         verify(kernel(*BAD_LOOP_BODIES[problem]), "loops")
     assert str(info.value).startswith("kernel 'k': ")
+
+
+def test_realign_at_the_top_level_passes():
+    def with_realign(cond):
+        return Kernel("k", (X, OUT), (N,), (Assign(N, Shape(X, 0)), Realign(X, cond, 0)), checks=CHECKS)
+
+    verify(with_realign(Binary(">=", Var(N), i64(256), BOOL)), "loops")
+    with pytest.raises(VerifyError, match="a realign condition must be bool"):
+        verify(with_realign(Var(N)), "loops")
 
 
 def test_dims_must_be_assigned_in_loop_ir_only():
