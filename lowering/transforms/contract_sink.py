@@ -23,16 +23,22 @@ from dataclasses import replace
 from .. import ir
 from ..rewrite import stmt_exprs, walk_stmts
 from .contract_match import Contraction, plain_loop, match_nest, uses
+from .contract_zero_fill import FOLD_REMARK, fold_zero_fills
 from .nest import remark
 
 SUNK_REMARK = "moved inside the sum it repeats (reassociate): a batch-reduce loop of the contraction"
 
 
 def sink_reduction_loops(kernel: ir.Kernel, remarks: list | None = None) -> ir.Kernel:
-    """`kernel` with every loop that repeats an accumulating contraction moved into its sum."""
+    """`kernel` with every loop that repeats an accumulating contraction moved
+    into its sum, and a zero fill of C just before a contraction that adds
+    into all of it folded into that (`contract_zero_fill`)."""
     if not kernel.options.reassociate:
         return kernel
-    body = _sink_in(kernel.body, remarks)
+    notes: list[tuple] = []
+    body = fold_zero_fills(_sink_in(kernel.body, remarks), notes)
+    for span, name in notes:
+        remark(remarks, span, FOLD_REMARK.format(c=name))
     return kernel if body is kernel.body else replace(kernel, body=body)
 
 
