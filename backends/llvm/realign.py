@@ -8,8 +8,10 @@ for it) and, at run time, when it helps and is cheap:
 
     the data start inside a line, no size is 0, every stride of an axis
     longer than 1 is 1 or a whole number of lines (then the copy puts every
-    row on a line), none is negative, and the memory the tensor spans is at
-    most twice its elements (a sparse view is not copied whole).
+    row on a line; 0 is one), none is negative, and the memory the tensor
+    spans is at most twice its elements (a sparse view is not copied whole)
+    and at most COPY_LIMIT bytes (the copy's buffer stays allocated between
+    calls, for the next one).
 
 The copy keeps the tensor's strides: it is the bytes from its first element
 to its last, in a scratch buffer (scratch.py) that starts on a line.
@@ -28,6 +30,7 @@ from .ltypes import I1, I64, PTR, int_const
 from .scratch import ALIGN, allocate
 
 VOID = ir.VoidType()
+COPY_LIMIT = 16 << 20
 
 
 def emit_realign(cx: FunctionContext, stmt: Realign) -> None:
@@ -77,9 +80,10 @@ def _copy_helps(cx: FunctionContext, t: TensorArgs, elements: ir.Value) -> ir.Va
         ok = bld.and_(ok, bld.icmp_signed(">", size, zero))
         whole_lines = bld.icmp_signed("==", bld.and_(bld.mul(stride, itemsize), line), zero)
         fits = bld.or_(bld.icmp_signed("<=", size, one), bld.icmp_signed("==", stride, one))
-        ok = bld.and_(ok, bld.or_(fits, bld.and_(whole_lines, bld.icmp_signed(">", stride, zero))))
+        ok = bld.and_(ok, bld.or_(fits, bld.and_(whole_lines, bld.icmp_signed(">=", stride, zero))))
         count = bld.mul(count, size)
-    return bld.and_(ok, bld.icmp_signed("<=", elements, bld.mul(count, int_const(I64, 2))))
+    small = bld.icmp_signed("<=", elements, int_const(I64, COPY_LIMIT // t.param.dtype.itemsize))
+    return bld.and_(bld.and_(ok, small), bld.icmp_signed("<=", elements, bld.mul(count, int_const(I64, 2))))
 
 
 def _buffer(cx: FunctionContext, tensor: TensorParam) -> TensorParam:

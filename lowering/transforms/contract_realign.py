@@ -3,8 +3,9 @@
 The unpacked path (`contract_direct`) loads B's rows as whole vectors where
 they lie. numpy's arrays start 16 bytes past a line as often as not, and then
 each of those loads reads two lines: the seeds' batch-reduce configuration
-(B's rows of 32 f32, an Intel Xeon, 1 thread) ran at 155 GFLOP/s in place and
-170 from aligned rows; (1120, 256) @ (256, 32) at 178 against 191. A
+(B's rows of 32 f32, an Intel Xeon, 1 thread) ran at 154 GFLOP/s in place,
+170 from rows on lines and 166 with this copy (2 threads: 300, 328, 328);
+(1120, 256) @ (256, 32) at 178 against 191. A
 `Realign` before the nest copies B once per call to a buffer that starts on
 a line (backends/llvm/realign.py says when the copy is made at run time),
 when the product takes the unpacked path and each element of B is read by

@@ -84,6 +84,24 @@ def test_same_bits_at_any_offset(lib, offset, threads):
     assert np.allclose(got, a.astype(np.float64) @ b, rtol=1e-4, atol=1e-4)
 
 
+def test_a_broadcast_b_at_an_offset(lib):
+    """A batch axis of stride 0 (one B for every product) is copied with its
+    stride kept: the same bits as B on a line."""
+    rng = np.random.default_rng(5)
+    b = rng.standard_normal((32, 1, 32, 32), np.float32)  # b c e f, one block of c
+    a = rng.standard_normal((8, 1, 32, 32), np.float32)
+    outs = []
+    for offset in (0, 4):
+        wide = placed(a, offset)
+        view = as_strided(wide, (8, 1, 32, 32), (0, *wide.strides[1:]))  # the same A for every a
+        c = np.full((8, 32, 32, 32), np.nan, np.float32)
+        lib.seed(view, b, c)
+        outs.append(c)
+    assert np.array_equal(outs[0], outs[1])
+    want = np.einsum("acfd,bcef->abed", np.broadcast_to(a[:1], a.shape).astype(np.float64), b)
+    assert np.allclose(outs[0], want, rtol=1e-4, atol=1e-3)
+
+
 def test_seed_configuration_at_an_offset(lib):
     """The seeds' configuration with B's rows 16 bytes past a line, as numpy
     allocates large arrays: the same bits as with B on a line."""
