@@ -35,12 +35,11 @@ def summary(found: dict[str, dict]) -> str:
     """The markdown block (without the markers)."""
     if not found:
         return "No benchmark results yet: run `make bench`."
-    any_run = next(iter(found.values()))
     loads = [x[0] for d in found.values() for x in (d.get("load_start"), d.get("load_end")) if x]
     busy = [s for s, d in found.items() if is_busy(d)]
-    head = (f"Measured by `make bench` on {any_run.get('cpu_model') or any_run['machine']} ({any_run['machine']}), "
-            f"{any_run['started'][:10]}; 1-minute load average {min(loads):.2f} to {max(loads):.2f}"
-            if loads else f"Measured by `make bench` on {any_run['machine']}, {any_run['started'][:10]}")
+    head = f"Measured by `make bench` on {_machines(found)}"
+    if loads:
+        head += f"; 1-minute load average {min(loads):.2f} to {max(loads):.2f}"
     during = "every script" if len(busy) == len(found) else ", ".join(sorted(busy))
     head += (f" — **the machine was busy** (load above {BUSY_LOAD}) during {during}: "
              "those numbers are low and noisy." if busy else ".")
@@ -49,6 +48,18 @@ def summary(found: dict[str, dict]) -> str:
         if block:
             parts += [block, ""]
     return "\n".join(parts).rstrip("\n")
+
+
+def _machines(found: dict[str, dict]) -> str:
+    """The machine and date of the runs; when scripts ran on different
+    machines (a script recorded again elsewhere), each with its scripts."""
+    groups: dict[str, list[str]] = {}
+    for script, d in found.items():
+        where = f"{d.get('cpu_model') or d['machine']} ({d['machine']}), {d['started'][:10]}"
+        groups.setdefault(where, []).append(f"`{script}`")
+    if len(groups) == 1:
+        return next(iter(groups))
+    return "; ".join(f"{where} ({', '.join(scripts)})" for where, scripts in groups.items())
 
 
 def update_readme(path: Path, block: str) -> bool:

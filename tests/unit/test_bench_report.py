@@ -94,6 +94,16 @@ def test_readme_summary_replaces_only_the_marked_block(found, tmp_path):
     assert not update_readme(unmarked, "x") and unmarked.read_text() == "no markers\n"
 
 
+def test_readme_summary_names_each_machine_when_scripts_ran_on_several(found):
+    """One script recorded again on another machine: the summary's head says
+    which scripts ran where, instead of naming the first machine for all."""
+    assert summary(found).startswith("Measured by `make bench` on Test CPU Model @ 2.80GHz (rocketlake, ")
+    moved = {**found, "gemm.py": {**found["gemm.py"], "cpu_model": "Other CPU", "started": "2026-12-01 10:00:00 UTC"}}
+    head = summary(moved).split("\n", 1)[0]
+    assert "Other CPU (" in head and ", 2026-12-01 (`gemm.py`)" in head
+    assert "Test CPU Model @ 2.80GHz (" in head and "`overhead.py`" in head and "`gemm.py`, " not in head
+
+
 @pytest.mark.skipif(importlib.util.find_spec("matplotlib") is None, reason="matplotlib (the bench extra) not installed")
 def test_plots_are_drawn_and_linked(found, tmp_path):
     from results_plots import make_plots
