@@ -54,8 +54,9 @@ def _worth_it(kernel: ir.Kernel, c: Contraction, batch: ir.For | None) -> ir.Exp
     rows = c.m.stop
     for loop in _loops_around(kernel.body, c.nest) or []:
         if loop.var not in uses(c.b.indices):
-            trips = floordiv(add(sub(loop.stop, loop.start), i64(loop.step - 1)), i64(loop.step))
-            rows = mul(rows, trips)
+            step = abs(loop.step)
+            reach = sub(loop.stop, loop.start) if loop.step > 0 else sub(loop.start, loop.stop)
+            rows = mul(rows, floordiv(add(reach, i64(step - 1)), i64(step)))  # the loop's trip count
     k_total = c.k.stop
     for r in c.br:
         k_total = mul(k_total, r.stop)
