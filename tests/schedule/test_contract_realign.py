@@ -46,13 +46,13 @@ def placed(values: np.ndarray, offset: int, strides: tuple[int, ...] | None = No
 
 def test_realign_before_the_nest_of_a_product_read_in_place():
     """A matmul gets one, conditioned on the unpacked path and on 256 rows
-    of A reading B; the seeds' configuration counts the batch loop that does
+    of A a thread reading B; the seeds' configuration counts the batch loop that does
     not move over B (b: 32 products of 32 rows); x @ W.T, whose W is always
     packed, gets none."""
     job = compile_to(KERNELS, "schedule")
     text = {k.name: format_kernel(k) for k in job.program.kernels}
-    assert "realign B if " in text["mm"] and "and M >= 256 else #" in text["mm"]
-    assert "realign A if " in text["seed"] and "Ne * Nb >= 256" in text["seed"]
+    assert "realign B if " in text["mm"] and "and M >= 256 * threads() else #" in text["mm"]
+    assert "realign A if " in text["seed"] and "Ne * Nb >= 256 * threads()" in text["seed"]
     assert "realign" not in text["x_wt"]
     assert any(line.startswith("  realign B if ") for line in text["mm"].split("\n"))  # at the top level
 
@@ -71,12 +71,12 @@ def test_same_bits_at_any_offset(lib, offset, threads):
     """Rows on a line and rows inside one give the same C, bit for bit (the
     copy changes where B is read, not the sums); C is close to numpy's."""
     rng = np.random.default_rng(offset)
-    a, b = rng.standard_normal((300, 96), np.float32), rng.standard_normal((96, 48), np.float32)
+    a, b = rng.standard_normal((600, 96), np.float32), rng.standard_normal((96, 48), np.float32)
     dsl.set_num_threads(threads)
     try:
-        want = np.empty((300, 48), np.float32)
+        want = np.empty((600, 48), np.float32)
         lib.mm(a, placed(b, 0), want)
-        got = np.full((300, 48), np.nan, np.float32)
+        got = np.full((600, 48), np.nan, np.float32)
         lib.mm(a, placed(b, offset), got)
     finally:
         dsl.set_num_threads(0)
