@@ -133,7 +133,9 @@ class Library:
         for name, spec in self.specs.items():
             packed = self._address(f"{name}__packed")
             fast = fastcall_function(name, self._address(f"{name}__fastcall")) if has_table else None
-            self._callers[name] = Caller(spec, packed, owner=self._dll, numpy_address=self._address(f"{name}__numpy"),
+            # owner: the library itself, so that a kernel kept without it
+            # (`k = dsl.load(path).k`) keeps it in `_loaded` for set_num_threads.
+            self._callers[name] = Caller(spec, packed, owner=self, numpy_address=self._address(f"{name}__numpy"),
                                          fastcall=fast)
             # An instance attribute too, unless it would hide a method: found
             # by the ordinary lookup, a call skips __getattr__, which Python

@@ -225,6 +225,8 @@ class For:
     `when` (parallel loops only, like OpenMP's `if` clause): a bool evaluated
     before the loop; when false the iterations run on the calling thread, as
     a serial loop would (the automatic schedule's "enough work" test).
+    `unroll` (serial loops only): a hint that LLVM unroll the loop into that
+    many copies of the body, the remainder included; 0 leaves it to LLVM.
     """
 
     var: Sym
@@ -236,6 +238,7 @@ class For:
     kind: str = "serial"
     span: Span | None = None
     when: "Expr | None" = None
+    unroll: int = 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -204,6 +204,8 @@ class _Printer:
         text = f"for {self.names(s.var)} in range({', '.join(parts)})"
         if s.kind != "serial":
             text += f" {s.kind}"
+        if s.unroll:
+            text += f" unroll={s.unroll}"
         if s.when is not None:
             text += f" if {self.expr(s.when, BOOL)}"
         if s.name != s.var.name:

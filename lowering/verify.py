@@ -189,6 +189,9 @@ class _Verifier:
         step_ok = isinstance(s.step, int) and not isinstance(s.step, bool) and s.step != 0
         self.expect(step_ok, s, f"loop step must be a nonzero integer, not {s.step!r}")
         self.expect(s.kind in LOOP_KINDS, s, f"unknown loop kind {s.kind!r}")
+        unroll_ok = isinstance(s.unroll, int) and not isinstance(s.unroll, bool) and s.unroll >= 0
+        self.expect(unroll_ok, s, f"an unroll hint is a count >= 0, not {s.unroll!r}")
+        self.expect(s.unroll == 0 or s.kind == "serial", s, "only a serial loop takes an unroll hint")
         if s.when is not None:
             self.expect(s.kind == "parallel", s, "only a parallel loop has a `when` condition")
             self.typed(s.when, BOOL, s, "a parallel loop's condition")

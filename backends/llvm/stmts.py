@@ -118,7 +118,7 @@ def _emit_for(cx: FunctionContext, loop: For) -> None:
     following = bld.add(iv, int_const(iv.type, loop.step), flags=("nsw",))
     iv.add_incoming(following, bld.block)
     latch = bld.branch(header)
-    if loop.span is not None:
+    if loop.span is not None or loop.unroll:
         latch.set_metadata("llvm.loop", loop_id(cx.module, loop))
     bld.position_at_end(exit_block)
 
@@ -128,12 +128,18 @@ LOOP_TAG = "dsl.loop"
 
 def loop_id(module: ir.Module, loop: For) -> ir.MDValue:
     """`!{!self, !{!"dsl.loop", !"i", line, col}}`: names the source loop, so
-    the optimized module can say which loops LLVM vectorized (`--remarks`).
+    the optimized module can say which loops LLVM vectorized (`--remarks`);
+    and `!{!"llvm.loop.unroll.count", n}` for the loop's `unroll` hint.
     LLVM keeps a loop's hints on the loops it makes from it."""
-    tag = module.add_metadata([ir.MetaDataString(module, LOOP_TAG), ir.MetaDataString(module, loop.name),
-                               ir.Constant(ir.IntType(32), loop.span.line),
-                               ir.Constant(ir.IntType(32), loop.span.col)])
+    hints = []
+    if loop.span is not None:
+        hints.append(module.add_metadata([ir.MetaDataString(module, LOOP_TAG), ir.MetaDataString(module, loop.name),
+                                          ir.Constant(ir.IntType(32), loop.span.line),
+                                          ir.Constant(ir.IntType(32), loop.span.col)]))
+    if loop.unroll:
+        hints.append(module.add_metadata([ir.MetaDataString(module, "llvm.loop.unroll.count"),
+                                          ir.Constant(ir.IntType(32), loop.unroll)]))
     # A node of its own (unique placeholder content), then made self-referential.
     node = module.add_metadata([ir.MetaDataString(module, f"{LOOP_TAG}.{len(module.metadata)}")])
-    node.operands = (node, tag)
+    node.operands = (node, *hints)
     return node

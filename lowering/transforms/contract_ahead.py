@@ -94,13 +94,15 @@ class Ahead:
         return ir.If(cond, (fetch,), (), self.c.k.span)
 
 
-def k_loop_asking(c: Contraction, t: MicroTile, p: ir.Sym, body: tuple, kc: ir.Expr, ahead: Ahead) -> ir.For:
+def k_loop_asking(c: Contraction, t: MicroTile, p: ir.Sym, body: tuple, kc: ir.Expr, ahead: Ahead,
+                  unroll: int = 0) -> ir.For:
     """`for p in range(kc): body` in chunks of AHEAD_EVERY steps, each after
-    an ask of `ahead` (when there is a next product)."""
+    an ask of `ahead` (when there is a next product); `unroll`: the chunk
+    loop's hint (`ir.For.unroll`)."""
     span = c.k.span
     q = ir.Sym("pq", I64, "loop")
     asks = ahead.asks(t, floordiv(ir.Var(q), i64(AHEAD_EVERY)))
     inner = ir.For(p, ir.Var(q), ir.Binary("min", add(ir.Var(q), i64(AHEAD_EVERY)), kc, I64), 1, body,
-                   f"{c.k.name}.micro", span=span)
+                   f"{c.k.name}.micro", span=span, unroll=unroll)
     return ir.For(q, i64(0), kc, AHEAD_EVERY, (ir.If(ahead.more, tuple(asks), (), span), inner),
                   f"{c.k.name}.ahead", span=span)

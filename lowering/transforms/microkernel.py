@@ -147,7 +147,8 @@ def tile_body(c: Contraction, t: MicroTile, at: dict, kc: ir.Expr, first_panel: 
     elif c.epilogue is not None:
         finished = each(store_epilogue)
         store = finished if last_panel is None else [ir.If(last_panel, tuple(finished), tuple(store))]
-    k_loop = [_k_loop(c, t, operands, kc, acc, at.get("ahead"))]
+    unroll = K_UNROLL if isinstance(operands, Packed) and _room_to_unroll(t, dtype) else 0
+    k_loop = [_k_loop(c, t, operands, kc, acc, at.get("ahead"), unroll)]
     if at.get("br_loops"):
         k_loop = _around(k_loop, c.br, at["br"])
     return [init, *_prefetch_next(c, t, at), *k_loop, *store]
@@ -213,7 +214,8 @@ def _prefetch_next(c: Contraction, t: MicroTile, at: dict) -> list[ir.Stmt]:
     return out
 
 
-def _k_loop(c: Contraction, t: MicroTile, operands, kc: ir.Expr, acc, ahead: Ahead | None = None) -> ir.For:
+def _k_loop(c: Contraction, t: MicroTile, operands, kc: ir.Expr, acc, ahead: Ahead | None = None,
+            unroll: int = 0) -> ir.For:
     dtype = c.dtype
     p = ir.Sym("p", I64, "loop")
     b = [ir.Sym(f"b{v}", dtype, "local", lanes=t.lanes) for v in range(t.vectors)]
@@ -223,8 +225,35 @@ def _k_loop(c: Contraction, t: MicroTile, operands, kc: ir.Expr, acc, ahead: Ahe
         for v in range(t.vectors):
             body.append(ir.Assign(acc[r][v], _multiply_add(t, a, ir.Var(b[v]), ir.Var(acc[r][v]), dtype)))
     if ahead is None:
-        return ir.For(p, i64(0), kc, 1, tuple(body), f"{c.k.name}.micro", span=c.k.span)
-    return k_loop_asking(c, t, p, tuple(body), kc, ahead)
+        return ir.For(p, i64(0), kc, 1, tuple(body), f"{c.k.name}.micro", span=c.k.span, unroll=unroll)
+    return k_loop_asking(c, t, p, tuple(body), kc, ahead, unroll)
+
+
+# The packed path's k loop in two copies a trip: half the loop's own
+# instructions, which with 512-bit vectors compete with the FMAs for the
+# core's issue slots. An Intel Xeon (AVX-512), 6 x 64 tiles, GFLOP/s, one
+# copy -> two: 1 thread 1024^3 161 -> 171, 512 x 3584 x 3584 145 -> 154, 320^3
+# 159 -> 167; 2 threads 1024^3 291 -> 306, 2048^3 307 -> 324.
+K_UNROLL = 2
+# ... where registers are left over: with 28 accumulators (14 x 32) LLVM
+# loads the second copy's operands early and spills them (77^3: 127 -> 63).
+# One-vector tiles wait on their loads either way (the unpacked path's 14 x 16
+# edge of 77^3: 133 -> 128 in two copies).
+UNROLL_MAX_ACCUMULATORS = 24
+# The unpacked path reads B in place, where rows that start inside a line
+# make each load of B read two; then two copies lose (B 16 bytes past a line,
+# 1 thread: 128 x 256 x 256 134 -> 132, 240^3 136 -> 132; on lines 149 -> 152,
+# 151 -> 154; the seeds' BRGEMM, whose B is realigned, within 2%), and a test
+# of B's alignment per tile cost 77^3 and 100^3 4%: that path keeps one copy.
+
+
+def _room_to_unroll(t: MicroTile, dtype) -> bool:
+    """Whether the packed k loop of tile `t` runs two copies a trip: f32 in
+    512-bit vectors (AVX-512's 32 registers; AVX2, NEON and f64 not
+    measured or level), two or more of them a row, at most
+    UNROLL_MAX_ACCUMULATORS holding the tile."""
+    return (dtype.bits == 32 and t.lanes == 16 and t.vectors >= 2
+            and t.mr * t.vectors <= UNROLL_MAX_ACCUMULATORS)
 
 
 def _multiply_add(t: MicroTile, a: ir.Expr, b: ir.Expr, acc: ir.Expr, dtype) -> ir.Expr:

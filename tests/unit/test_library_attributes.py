@@ -43,3 +43,18 @@ def test_a_kernel_named_like_a_method_does_not_hide_it(lib):
 def test_a_missing_kernel_names_the_ones_there_are(lib):
     with pytest.raises(AttributeError, match="has no kernel 'nope'.*scale"):
         lib.nope
+
+
+def test_a_kernel_kept_without_its_library_still_hears_set_num_threads(lib):
+    """`k = dsl.load(path).k` drops the Library object; dsl.set_num_threads
+    must still reach the library's runtime, so the kernel keeps it alive."""
+    import gc
+
+    from dsl import library
+
+    kernel = dsl.load(lib.path).scale
+    gc.collect()
+    assert any(loaded.path == lib.path and loaded is not lib for loaded in library._loaded)
+    x, y = np.arange(3, dtype=np.float32), np.empty(3, np.float32)
+    kernel(x, y)
+    np.testing.assert_array_equal(y, 2 * x)
