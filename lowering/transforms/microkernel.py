@@ -215,7 +215,7 @@ def _prefetch_next(c: Contraction, t: MicroTile, at: dict) -> list[ir.Stmt]:
 
 
 def _k_loop(c: Contraction, t: MicroTile, operands, kc: ir.Expr, acc, ahead: Ahead | None = None,
-            unroll: int = 0) -> ir.For:
+            unroll: int = 0) -> ir.Stmt:
     dtype = c.dtype
     p = ir.Sym("p", I64, "loop")
     b = [ir.Sym(f"b{v}", dtype, "local", lanes=t.lanes) for v in range(t.vectors)]

@@ -8,6 +8,7 @@ thread count, bit for bit.
 """
 
 import ctypes
+import re
 import resource
 import threading
 
@@ -179,6 +180,14 @@ def test_tiles_ask_for_the_next_product():
     asks = _ahead_asks(text["bmm_shared_b"])
     assert "prefetch_write C[b + 1, " in asks and "prefetch A[b + 1, " in asks and "prefetch B[" not in asks
     assert "ahead" not in text["mm_auto"] and "prefetch_write" not in text["mm_auto"]
+    # Without a next product the k loop runs whole, not in chunks.
+    lines = bmm.splitlines()
+    for i, line in enumerate(lines):
+        if "name=k.ahead" in line:
+            depth = len(lines[i - 1]) - len(lines[i - 1].lstrip())
+            assert lines[i - 1].lstrip().startswith("if b + 1 < Bt and ")
+            other = next(j for j in range(i, len(lines)) if lines[j] == " " * depth + "else:")
+            assert re.fullmatch(r"\s*for p\S* in range\(0, kc\)( unroll=2)? name=k\.micro:", lines[other + 1])
 
 
 def test_an_operand_the_batch_leaves_is_packed_once_per_run():
