@@ -18,7 +18,8 @@ MATMUL = """
 @options(reassociate=True)
 def mm(A: f32[M, K], B: f32[K, N], C: f32[M, N]):
     C[m, n] = sum(A[m, k] * B[k, n])
-
+"""
+MATMUL64 = """
 @options(reassociate=True)
 def mm64(A: f64[M, K], B: f64[K, N], C: f64[M, N]):
     C[m, n] = sum(A[m, k] * B[k, n])
@@ -27,8 +28,11 @@ def mm64(A: f64[M, K], B: f64[K, N], C: f64[M, N]):
 
 def micro_loops(cpu: str) -> dict[str, list[str]]:
     """Each kernel's `for` headers of its micro-kernel loops, after scheduling for `cpu`."""
-    job = compile_to(MATMUL, "schedule", triple="x86_64-unknown-linux-gnu", cpu=cpu)
-    return {k.name: re.findall(r"for .* name=k\.micro.*", format_kernel(k)) for k in job.program.kernels}
+    out = {}
+    for text in (MATMUL, MATMUL64):
+        job = compile_to(text, "schedule", triple="x86_64-unknown-linux-gnu", cpu=cpu)
+        out.update({k.name: re.findall(r"for .* name=k\.micro.*", format_kernel(k)) for k in job.program.kernels})
+    return out
 
 
 def test_the_packed_f32_tile_unrolls_by_two_on_avx512():
@@ -47,8 +51,6 @@ def test_no_hint_where_it_was_not_measured_or_registers_are_short(cpu, kernel):
 def test_the_backend_passes_the_hint_to_llvm():
     job = compile_to(MATMUL, "llvm", triple="x86_64-unknown-linux-gnu", cpu="skylake-avx512", opt_level=0)
     assert re.search(r'!\{!"llvm\.loop\.unroll\.count", i32 2\}', str(job.llvm))
-    job = compile_to(MATMUL, "llvm", triple="x86_64-unknown-linux-gnu", cpu="haswell", opt_level=0)
-    assert "llvm.loop.unroll.count" not in str(job.llvm)
 
 
 @pytest.fixture(scope="module")
