@@ -101,7 +101,7 @@ def k_loop_asking(c: Contraction, t: MicroTile, p: ir.Sym, body: tuple, kc: ir.E
     an ask of `ahead`, when there is a next product; else (a batch's last
     product, a batch of one: x @ W.T) in one loop, whose chunks would cost
     the micro-kernel a loop exit every few steps (1 thread of an Intel Xeon,
-    512 x 3584 x 3584 with W.T: 148 -> 157 GFLOP/s). `unroll`: the k
+    512 x 3584 x 3584 with W.T: 132 -> 139 GFLOP/s). `unroll`: the k
     loops' hint (`ir.For.unroll`)."""
     span = c.k.span
     q = ir.Sym("pq", I64, "loop")
