@@ -18,6 +18,8 @@ Measured on 1 thread of Zen 4 (GFLOP/s, interleaved with numpy): (1,128,256)
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from .. import ir
 from ..ir import fresh
 from ..arith import add, both, compare, floordiv, i64, maximum, minimum, mul, sub
@@ -95,21 +97,16 @@ class Ahead:
         return ir.If(cond, (fetch,), (), self.c.k.span)
 
 
-def k_loop_asking(c: Contraction, t: MicroTile, p: ir.Sym, body: tuple, kc: ir.Expr, ahead: Ahead,
-                  unroll: int = 0) -> ir.Stmt:
-    """`for p in range(kc): body` in chunks of AHEAD_EVERY steps, each after
-    an ask of `ahead`, when there is a next product; else (a batch's last
-    product, a batch of one: x @ W.T) in one loop, whose chunks would cost
-    the micro-kernel a loop exit every few steps (1 thread of an Intel Xeon,
-    512 x 3584 x 3584 with W.T: 132 -> 139 GFLOP/s). `unroll`: the k
-    loops' hint (`ir.For.unroll`)."""
+def k_loop_asking(c: Contraction, t: MicroTile, loop: ir.For, ahead: Ahead) -> ir.Stmt:
+    """The k `loop` (`for p in range(kc)`) in chunks of AHEAD_EVERY steps,
+    each after an ask of `ahead`, when there is a next product; else (a
+    batch's last product, a batch of one: x @ W.T) `loop` itself, whose
+    chunks would cost the micro-kernel a loop exit every few steps (1 thread
+    of an Intel Xeon, 512 x 3584 x 3584 with W.T: 132 -> 139 GFLOP/s)."""
     span = c.k.span
-    q = ir.Sym("pq", I64, "loop")
+    q, p = ir.Sym("pq", I64, "loop"), fresh(loop.var)
     asks = ahead.asks(t, floordiv(ir.Var(q), i64(AHEAD_EVERY)))
-    inner = ir.For(p, ir.Var(q), ir.Binary("min", add(ir.Var(q), i64(AHEAD_EVERY)), kc, I64), 1, body,
-                   f"{c.k.name}.micro", span=span, unroll=unroll)
-    chunked = ir.For(q, i64(0), kc, AHEAD_EVERY, (*asks, inner), f"{c.k.name}.ahead", span=span)
-    alone = fresh(p)
-    plain = ir.For(alone, i64(0), kc, 1, substitute(body, {p: ir.Var(alone)}), f"{c.k.name}.micro", span=span,
-                   unroll=unroll)
-    return ir.If(ahead.more, (chunked,), (plain,), span)
+    inner = replace(loop, var=p, start=ir.Var(q), stop=ir.Binary("min", add(ir.Var(q), i64(AHEAD_EVERY)), loop.stop, I64),
+                    body=substitute(loop.body, {loop.var: ir.Var(p)}))
+    chunked = ir.For(q, i64(0), loop.stop, AHEAD_EVERY, (*asks, inner), f"{c.k.name}.ahead", span=span)
+    return ir.If(ahead.more, (chunked,), (loop,), span)

@@ -224,9 +224,8 @@ def _k_loop(c: Contraction, t: MicroTile, operands, kc: ir.Expr, acc, ahead: Ahe
         a = ir.Broadcast(operands.a(ir.Var(p), r), t.lanes)
         for v in range(t.vectors):
             body.append(ir.Assign(acc[r][v], _multiply_add(t, a, ir.Var(b[v]), ir.Var(acc[r][v]), dtype)))
-    if ahead is None:
-        return ir.For(p, i64(0), kc, 1, tuple(body), f"{c.k.name}.micro", span=c.k.span, unroll=unroll)
-    return k_loop_asking(c, t, p, tuple(body), kc, ahead, unroll)
+    loop = ir.For(p, i64(0), kc, 1, tuple(body), f"{c.k.name}.micro", span=c.k.span, unroll=unroll)
+    return loop if ahead is None else k_loop_asking(c, t, loop, ahead)
 
 
 # The packed path's k loop in two copies a trip: half the loop's own
