@@ -185,6 +185,8 @@ def unary_fn(op: str, t: ScalarType) -> Fn1:
             return lambda a: T(math.erf(float(a)))
         case "bits" | "from_bits":
             return _bitcast_fn(op, t)
+        case "opaque":
+            return lambda a: a
     raise ValueError(f"no unary operator {op!r} on {t}")
 
 

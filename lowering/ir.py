@@ -118,7 +118,9 @@ class Binary:
 class Unary:
     """neg, not, invert (~), and the one-argument intrinsics: abs exp log sqrt
     rsqrt tanh erf floor ceil rint (ties to even). `bits` (float -> int of its width) and
-    `from_bits` (int -> float) reinterpret the bits; the others keep the type."""
+    `from_bits` (int -> float) reinterpret the bits; the others keep the type.
+    `opaque` (scalar ints, made by the compiler only) is the value unchanged,
+    which the optimizer may not relate to other values."""
 
     op: str
     operand: "Expr"

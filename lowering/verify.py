@@ -392,6 +392,8 @@ class _Verifier:
             self.expect(t.is_float, e, f"{op}() needs a float, not {t}")
         elif op in ("neg", "abs"):
             self.expect(t.is_float or t.is_int, e, f"'{op}' needs a number, not {t}")
+        elif op == "opaque":
+            self.expect(t.is_int and lanes_of(e.operand) == 1, e, f"opaque() needs a scalar int, not {t}")
         elif op == "invert":
             self.expect(t.is_int or t.is_bool, e, f"'~' needs an int or bool, not {t}")
         else:

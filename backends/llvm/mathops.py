@@ -37,6 +37,10 @@ def emit_unary(cx: FunctionContext, op: str, t: ScalarType, x: ir.Value) -> ir.V
             # is_int_min_poison = false: abs(MIN) wraps to MIN.
             fn = cx.declare(f"llvm.abs.{intrinsic_suffix(x.type)}", x.type, [x.type, I1])
             return bld.call(fn, [x, ir.Constant(I1, 0)])
+        case "opaque" if t.is_int and not isinstance(x.type, ir.VectorType):
+            # An empty asm statement that returns its operand: the value
+            # unchanged, but nothing the optimizer can see through.
+            return bld.asm(ir.FunctionType(x.type, [x.type]), "", "=r,0", [x], side_effect=False)
         case "bits" | "from_bits":
             # `t` is the result type: the same bits, reinterpreted.
             return bld.bitcast(x, with_lanes(reg_type(t), lanes_of_type(x.type)))

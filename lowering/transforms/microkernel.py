@@ -46,6 +46,11 @@ class Packed:
         self.c, self.t, self.at = c, t, at
         self.packed = packed or t
 
+    def setup(self) -> list[ir.Stmt]:
+        """Statements before the k loop: none (a packed panel's rows are
+        constant offsets from one address)."""
+        return []
+
     def a(self, p: ir.Expr, r: int) -> ir.Expr:
         stride = self.at.get("a_row_stride")  # A packed row by row (`pack.a_row_stride`)
         if stride:
@@ -59,6 +64,24 @@ class Packed:
         return ir.Load(self.at["Bp"], (ir.Ramp(first, 1, self.t.lanes),), self.c.dtype, safe=True)
 
 
+# The unpacked whole tile addresses each row of A from its own register when
+# they fit. Left to itself, LLVM's loop strength reduction sees that row r + 1
+# lies one stride past row r and makes each row's address from the last one's
+# inside the k loop: an add per row per k step beside the row's FMAs (an
+# 8 x 32 tile: 9 integer instructions a step, against 2). The rows' indices
+# are made before the loop as `opaque` values, which the optimizer cannot
+# relate. Intel Xeon (AVX-512), GFLOP/s 1 / 2 threads, chained -> own: the
+# seeds' BRGEMM 156 -> 162 / 292 -> 295, 128 x 256 x 256 146 -> 148 / 264 ->
+# 268, 77^3 140 -> 145 / 176 -> 179; 14 x 32 tiles (three addresses spill to
+# the stack, a load each that two FMAs a row absorb) 112^3 149 -> 149 / 237
+# -> 244. One-vector tiles keep the chain past 8 rows: AVX2's 14 x 8 would
+# add three loads to 15 FMAs a step, and a 30 x 16 tile lost 2%. Bounding
+# the rows with min(m0 + r, M - 1) instead of `opaque` did as well on Intel
+# models but LLVM folded it for znver3, where the chain came back.
+OWN_ADDRESSES_ROWS = 8  # rows whose addresses fit in x86-64's 16 general registers, with the loop's own
+OWN_ADDRESSES_ROWS_WIDE = 14  # ... in tiles of two or more vectors a row
+
+
 class Direct:
     """Operands read where they are (small products, where packing does not
     pay). On a tile over C's edge, A's rows past M repeat row M - 1 (their
@@ -66,11 +89,22 @@ class Direct:
 
     def __init__(self, c: Contraction, t: MicroTile, at: dict, edge: bool):
         self.c, self.t, self.at, self.edge = c, t, at, edge
+        self.rows = None  # the whole tile's rows of A, as locals (see OWN_ADDRESSES_ROWS)
+        if not edge and t.mr <= (OWN_ADDRESSES_ROWS_WIDE if t.vectors >= 2 else OWN_ADDRESSES_ROWS):
+            self.rows = [ir.Sym(f"row{r}", I64, "local") for r in range(t.mr)]
+
+    def setup(self) -> list[ir.Stmt]:
+        """Statements before the k loop: the rows' indices, each opaque."""
+        if self.rows is None:
+            return []
+        return [ir.Assign(s, ir.Unary("opaque", add(self.at["m0"], i64(r)), I64)) for r, s in enumerate(self.rows)]
 
     def a(self, p: ir.Expr, r: int) -> ir.Expr:
         m = add(self.at["m0"], i64(r))
         if self.edge:
             m = ir.Binary("min", m, sub(self.at["M"], i64(1)), I64)
+        elif self.rows is not None:
+            m = ir.Var(self.rows[r])
         where = {**self.at.get("br", {}), self.c.m.var: m, self.c.k.var: p}
         return ir.Load(self.c.a.tensor, tuple(substitute_expr(x, where) for x in self.c.a.indices),
                        self.c.dtype, self.c.a.span, safe=True)
@@ -151,7 +185,7 @@ def tile_body(c: Contraction, t: MicroTile, at: dict, kc: ir.Expr, first_panel: 
     k_loop = [_k_loop(c, t, operands, kc, acc, at.get("ahead"), unroll)]
     if at.get("br_loops"):
         k_loop = _around(k_loop, c.br, at["br"])
-    return [init, *_prefetch_next(c, t, at), *k_loop, *store]
+    return [init, *_prefetch_next(c, t, at), *operands.setup(), *k_loop, *store]
 
 
 def _calls_library(e: ir.Expr) -> bool:

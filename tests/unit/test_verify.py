@@ -53,6 +53,7 @@ def test_valid_kernels_pass():
     verify(k, "loops")
     verify(k, "kernel")
     verify_program(Program((k, k)), "loops")
+    verify(kernel(store(Load(X, (Unary("opaque", Var(I), I64),), F32))), "loops")
 
 
 def test_lowered_kernel_ir_passes_at_both_levels():
@@ -124,6 +125,7 @@ BAD_LOOP_BODIES = {
     "'not' needs a bool": [store(Unary("not", xi(), F32))],
     "'~' needs an int or bool": [store(Unary("invert", xi(), F32))],
     "exp\\(\\) needs a float": [Store(M2, (Var(I), i64(0)), Unary("exp", Const(1, I32), I32))],
+    "opaque\\(\\) needs a scalar int": [store(Unary("opaque", xi(), F32))],
     "constant 300 does not fit in i8": [Store(M2, (Var(I), i64(0)), Cast(Const(300, I8), I32))],
     "a u8 constant holds 1.5": [Store(M2, (Var(I), i64(0)), Cast(Const(1.5, U8), I32))],
     "a reduction left in loop IR": [store(Reduce("sum", ((IDX, i64(3)),), xi(), F32))],
