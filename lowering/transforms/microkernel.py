@@ -74,8 +74,11 @@ class Packed:
 # seeds' BRGEMM 156 -> 162 / 292 -> 295, 128 x 256 x 256 146 -> 148 / 264 ->
 # 268, 77^3 140 -> 145 / 176 -> 179; 14 x 32 tiles (three addresses spill to
 # the stack, a load each that two FMAs a row absorb) 112^3 149 -> 149 / 237
-# -> 244. One-vector tiles keep the chain past 8 rows: AVX2's 14 x 8 would
-# add three loads to 15 FMAs a step, and a 30 x 16 tile lost 2%. Bounding
+# -> 244. AMD EPYC (znver4, whose LLVM model unrolls these loops twice, so
+# the chain's adds come once per two k steps): level, the seeds' BRGEMM and
+# 64^3 .. 1024 x 256 x 1024 within 3% either way, in the same process.
+# One-vector tiles keep the chain past 8 rows: AVX2's 14 x 8 would add three
+# loads to 15 FMAs a step, and a 30 x 16 tile lost 2%. Bounding
 # the rows with min(m0 + r, M - 1) instead of `opaque` did as well on Intel
 # models but LLVM folded it for znver3, where the chain came back.
 OWN_ADDRESSES_ROWS = 8  # rows whose addresses fit in x86-64's 16 general registers, with the loop's own
