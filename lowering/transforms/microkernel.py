@@ -103,11 +103,12 @@ class Direct:
         return [ir.Assign(s, ir.Unary("opaque", add(self.at["m0"], i64(r)), I64)) for r, s in enumerate(self.rows)]
 
     def a(self, p: ir.Expr, r: int) -> ir.Expr:
-        m = add(self.at["m0"], i64(r))
-        if self.edge:
-            m = ir.Binary("min", m, sub(self.at["M"], i64(1)), I64)
-        elif self.rows is not None:
-            m = ir.Var(self.rows[r])
+        if self.rows is not None:
+            m: ir.Expr = ir.Var(self.rows[r])
+        else:
+            m = add(self.at["m0"], i64(r))
+            if self.edge:
+                m = ir.Binary("min", m, sub(self.at["M"], i64(1)), I64)
         where = {**self.at.get("br", {}), self.c.m.var: m, self.c.k.var: p}
         return ir.Load(self.c.a.tensor, tuple(substitute_expr(x, where) for x in self.c.a.indices),
                        self.c.dtype, self.c.a.span, safe=True)

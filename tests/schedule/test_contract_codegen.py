@@ -5,6 +5,7 @@ import re
 from pathlib import Path
 
 import pytest
+from asm_loops import single_block_loops
 
 from dsl.grammar.diagnostics import Source
 from dsl.lowering import ir
@@ -137,20 +138,6 @@ def test_a_b_stored_by_rows_of_k_packs_without_gathers():
     assert not [x for x in loads if any(isinstance(y, ir.Ramp) for i in x.indices[:-1] for y in walk_expr(i))]
 
 
-
-def _loops(asm: str, function_prefix: str) -> list[str]:
-    """The innermost loops (a label to the jump back to it) of the functions
-    whose names start with `function_prefix`."""
-    functions = re.split(r"\n(?=[A-Za-z_][\w.]*:\n)", asm)
-    out = []
-    for f in (f for f in functions if f.lstrip().startswith(function_prefix)):
-        for m in re.finditer(r"\n(\.LBB\w+):\n", f):
-            back = re.search(rf"\n\tj[a-z]+\t{re.escape(m.group(1))}\n", f[m.end():])
-            if back and not re.search(r"\n\.LBB\w+:\n", f[m.end():m.end() + back.start()]):
-                out.append(f[m.end():m.end() + back.end()])
-    return out
-
-
 @pytest.mark.parametrize("cpu, fmas, rows", [("haswell", 12, 6), ("rocketlake", 16, 8)])
 def test_unpacked_rows_keep_their_own_addresses(cpu, fmas, rows):
     """The unpacked whole tile's k loop (AVX2's 6 x 16, AVX-512's 8 x 32)
@@ -160,7 +147,7 @@ def test_unpacked_rows_keep_their_own_addresses(cpu, fmas, rows):
     from row r's in the loop, one add per row per k step."""
     asm = compile_source(Source("gemm.tk", GEMM), CompileOptions(triple="x86_64-unknown-linux-gnu", cpu=cpu),
                          stop_after="asm").asm
-    loops = [b for b in _loops(asm, "gemm__unit") if b.count("vfmadd231ps") == fmas
+    loops = [b for b in single_block_loops(asm, "gemm__unit") if b.count("vfmadd231ps") == fmas
              and b.count("vbroadcastss") == rows and "{%k" not in b and "vmaskmov" not in b
              and "(%rsp)" not in b]
     own = [b for b in loops if len(set(re.findall(r"vbroadcastss\t\((%\w+)", b))) == rows]

@@ -14,6 +14,7 @@ from dsl.grammar.diagnostics import Source
 from dsl.options import CompileOptions
 from dsl.pipeline import compile_source
 
+from asm_loops import single_block_loops
 from vector_kernels import KERNELS, float_kernels, int_kernels
 
 AVX2 = "+avx2" in host_target().features and "+fma" in host_target().features
@@ -82,26 +83,11 @@ def test_vectorized_saxpy_loop_is_vfmadd_on_ymm_without_spills():
     """The contiguous loop: packed loads/stores and FMAs on ymm, nothing on the stack.
     (The general body's gather loop is scalarized by LLVM on this CPU; not checked.)"""
     asm = _compile(SAXPY, "asm", opt_level=3)
-    contiguous = [body for body in _loops(asm) if re.search(r"vfmadd\w+\s.*%ymm", body)
+    contiguous = [body for body in single_block_loops(asm) if re.search(r"vfmadd\w+\s.*%ymm", body)
                   and re.search(r"vmovups\s.*%ymm", body) and "vinsertps" not in body]
     assert contiguous, "no loop of packed loads and vfmadd on ymm registers"
     for body in contiguous:
         assert "(%rsp)" not in body, f"a loop spills to the stack:\n{body}"
-
-
-def _loops(asm: str) -> list[str]:
-    """The single-block loops: a label, then instructions up to a jump back to it."""
-    lines = asm.splitlines()
-    loops, label, start = [], None, 0
-    for k, line in enumerate(lines):
-        if re.fullmatch(r"\.LBB\w+:", line):
-            label, start = line[:-1], k
-            continue
-        jump = re.fullmatch(r"\s+j\w+\s+(\.LBB\w+)", line)
-        if jump and jump.group(1) == label:
-            loops.append("\n".join(lines[start: k + 1]))
-    return loops
-
 
 
 def test_vector_float_to_int_casts_stay_vectors():
