@@ -37,9 +37,13 @@ def golden(request) -> Golden:
     return Golden(request.config.getoption("--update-golden"))
 
 
-@pytest.fixture(autouse=True)
-def _private_cache(tmp_path_factory, monkeypatch):
+@pytest.fixture(autouse=True, scope="session")
+def _private_cache(tmp_path_factory):
     """Tests never share the user's compile cache; pytest-xdist's workers share
-    the run's (the cache's per-entry lock has each kernel compiled once)."""
+    the run's (the cache's per-entry lock has each kernel compiled once).
+    Session-scoped, so that module-scoped fixtures build into it too."""
     base = tmp_path_factory.getbasetemp()
-    monkeypatch.setenv("DSL_CACHE_DIR", str((base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "dsl-cache"))
+    folder = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "dsl-cache"
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("DSL_CACHE_DIR", str(folder))
+        yield

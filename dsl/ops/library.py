@@ -139,6 +139,14 @@ class StdlibModule:
         setattr(self, kernel, found)
         return found
 
+    def library_of(self, kernel: str) -> Library:
+        """The library `kernel` is taken from (the whole module's, or its own)."""
+        return self._whole() or self._single(kernel)
+
+    def kernel_names(self) -> frozenset[str]:
+        """The names of the module's kernels."""
+        return self._kernel_names()
+
     def _whole(self) -> Library | None:
         """The whole module's library, when loaded in this process or cached."""
         lib = _loaded.get((self._name, self._key))

@@ -14,8 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from dsl.ops.library import stdlib_library
-from kernel_calls import build, kernel_files
+from dsl.ops.library import stdlib_module
+from built_once import file_library, in_worker_order
+from kernel_calls import kernel_files
 
 HERE = Path(__file__).resolve().parent
 
@@ -89,12 +90,20 @@ print("ok", checked)
 
 
 @pytest.fixture(scope="module")
-def libraries(tmp_path_factory):
-    """The examples built here; the standard library's modules as dsl.ops
-    loads them, from the run's shared cache: compiled once for every test
-    (building them again here cost one worker 295 s of a 20-minute run)."""
-    out = tmp_path_factory.mktemp("guarded")
-    return [str(stdlib_library(p.stem).path if p.parent.name == "stdlib" else build(p, out)) for p in kernel_files()]
+def libraries():
+    """The examples and the standard library's kernels as the other tests
+    build them, from the run's shared cache: compiled once for every test
+    (building them again here cost one worker 295 s of a 20-minute run).
+    A standard-library kernel comes in a library of its own, as dsl.ops
+    builds it."""
+    paths = []
+    for path in in_worker_order(kernel_files()):
+        if path.parent.name != "stdlib":
+            paths.append(str(file_library(path)))
+            continue
+        module = stdlib_module(path.stem)
+        paths += sorted({str(module.library_of(k).path) for k in module.kernel_names()})
+    return paths
 
 
 def test_kernels_never_touch_the_page_beyond_their_arrays(libraries):

@@ -1,5 +1,5 @@
-"""Every kernel of `examples/*.tk`, compiled once (`compile_file` -> `link_shared`
--> `dsl.load`), against numpy on sizes 0, 1, 7, 64, 1000 and on non-contiguous
+"""Every kernel of `examples/*.tk`, compiled once (`compile_source` -> `link_shared`
+-> `dsl.load`, tests/built_once.py), against numpy on sizes 0, 1, 7, 64, 1000 and on non-contiguous
 views; and the compiled code against the reference interpreter on small sizes.
 
 Tolerances (u = 2**-24 for f32, 2**-53 for f64). A sum of n terms computed in any
@@ -22,8 +22,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from built_once import file_library, in_worker_order
+
 import dsl
-from dsl.backends.link import link_shared
 from dsl.lowering.interpret import run_kernel
 from dsl.pipeline import compile_file
 from example_cases import MORE_CASES, Case, f32, gamma
@@ -43,12 +44,11 @@ class Compiled:
 
 
 @pytest.fixture(scope="module")
-def compiled(tmp_path_factory) -> Compiled:
-    out = tmp_path_factory.mktemp("examples")
+def compiled() -> Compiled:
+    """Every example, built once for the run (each worker starts at another)."""
     callers, loop_ir = {}, {}
-    for tk in TK_FILES:
-        job = compile_file(tk)
-        lib = dsl.load(link_shared(job.obj, out / f"{tk.stem}.so", job.target))
+    for tk in in_worker_order(TK_FILES):
+        lib = dsl.load(file_library(tk))
         for name in lib.specs:
             callers[name] = getattr(lib, name)
         for k in compile_file(tk, stop_after="loops").program.kernels:

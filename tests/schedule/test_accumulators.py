@@ -53,7 +53,7 @@ def test_read_elsewhere_is_not_split():
 
 
 @pytest.mark.parametrize("n", [0, 1, 3, 4, 5, 17, 1000])
-def test_results(n, tmp_path_factory):
+def test_results(n):
     rng = np.random.default_rng(n)
     xf = rng.standard_normal(n).astype(np.float32)
     xi = rng.integers(-1000, 1000, n).astype(np.int32)
@@ -64,7 +64,7 @@ def test_results(n, tmp_path_factory):
         (_text(init="-1e30", update="max(acc, x[i])"), xf, lambda x: np.float32(max([-1e30] + x.tolist()))),
     ]
     for k, (text, x, exact) in enumerate(cases):
-        lib = load_library(text, tmp_path_factory, f"r{k}")
+        lib = load_library(text)
         out = np.zeros(1, x.dtype)
         lib.red(x, out)
         ref = np.zeros(1, x.dtype)
@@ -76,11 +76,11 @@ def test_results(n, tmp_path_factory):
             np.testing.assert_allclose(ref[0], out[0], rtol=1e-5, atol=1e-4)
 
 
-def test_unsplit_float_sum_is_bit_identical_to_as_written(tmp_path_factory):
+def test_unsplit_float_sum_is_bit_identical_to_as_written():
     x = np.random.default_rng(5).standard_normal(1001).astype(np.float32)
     outs = []
     for k, text in enumerate((_text(), _text().replace("@schedule(unroll(i, 4))", "@schedule()"))):
         out = np.zeros(1, np.float32)
-        load_library(text, tmp_path_factory, f"u{k}").red(x, out)
+        load_library(text).red(x, out)
         outs.append(out[0])
     assert outs[0] == outs[1]

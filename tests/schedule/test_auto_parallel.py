@@ -44,8 +44,8 @@ def compile_to(stage: str, remarks: bool = False):
 
 
 @pytest.fixture(scope="module")
-def lib(tmp_path_factory):
-    return load_library(KERNELS, tmp_path_factory, "auto")
+def lib():
+    return load_library(KERNELS)
 
 
 def loops(kernel_name: str) -> list[ir.For]:

@@ -66,8 +66,8 @@ SIZES = [(0, 3, 4), (3, 0, 4), (3, 4, 0), (1, 1, 1), (6, 16, 16), (7, 17, 17), (
 
 
 @pytest.fixture(scope="module")
-def lib(tmp_path_factory):
-    return load_library(KERNELS, tmp_path_factory, "contract")
+def lib():
+    return load_library(KERNELS)
 
 
 def operands(m, k, n, dtype=np.float32, seed=0):

@@ -69,8 +69,8 @@ def reference(name, a, b, bias, c0):
 
 
 @pytest.fixture(scope="module")
-def lib(tmp_path_factory):
-    return load_library(KERNELS, tmp_path_factory, "fused")
+def lib():
+    return load_library(KERNELS)
 
 
 def operands(r, m, k, n, seed=0):
@@ -135,12 +135,12 @@ SUNK = "moved inside the sum it repeats"
     ("c_indexed_by_r", "R, M, N", "R", "r, m, n", False),  # each step has its own C
     ("reversed", "M, N", "R - 1, -1, -1", "m, n", False),  # not a plain loop from 0
 ])
-def test_which_loops_move_into_the_sum(name, c_shape, r_range, c_index, sunk, capsys, tmp_path_factory):
+def test_which_loops_move_into_the_sum(name, c_shape, r_range, c_index, sunk, capsys):
     schedule = "\n@schedule(contract(r, mc=12, kc=5, nc=32))" if name == "named" else ""
     text = STEPS.format(name=name, c_shape=c_shape, r_range=r_range, c_index=c_index, schedule=schedule)
     compile_to(text, "schedule", cpu="znver3", remarks=True)
     assert (SUNK in capsys.readouterr().err) == sunk
-    lib = load_library(text, tmp_path_factory, name)
+    lib = load_library(text)
     a, b, _, c0 = operands(3, 9, 7, 19)
     c = np.broadcast_to(c0, (3, 9, 19)).copy() if "R" in c_shape else c0.copy()
     getattr(lib, name)(a, b, c)

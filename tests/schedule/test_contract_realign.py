@@ -27,8 +27,8 @@ def seed(A: f32[Ma, Kc, Kf, Md], B: f32[Nb, Kc, Ne, Kf], C: f32[Ma, Nb, Ne, Md])
 
 
 @pytest.fixture(scope="module")
-def lib(tmp_path_factory):
-    return load_library(KERNELS, tmp_path_factory, "realign")
+def lib():
+    return load_library(KERNELS)
 
 
 def placed(values: np.ndarray, offset: int, strides: tuple[int, ...] | None = None) -> np.ndarray:

@@ -54,8 +54,8 @@ def test_the_backend_passes_the_hint_to_llvm():
 
 
 @pytest.fixture(scope="module")
-def lib(tmp_path_factory):
-    return load_library(MATMUL, tmp_path_factory, "unroll")
+def lib():
+    return load_library(MATMUL)
 
 
 @pytest.mark.parametrize("threads", [1, 2])

@@ -46,8 +46,8 @@ def in_order(A: f32[M, K], B: f32[K, N], Out: f32[M, N]):
 
 
 @pytest.fixture(scope="module")
-def lib(tmp_path_factory):
-    return load_library(KERNELS, tmp_path_factory, "zero_fill")
+def lib():
+    return load_library(KERNELS)
 
 
 def test_only_a_whole_zero_fill_before_an_added_sum_folds():

@@ -38,8 +38,8 @@ def test_what_is_hoisted_and_what_is_not():
 
 
 @pytest.fixture(scope="module")
-def libs(tmp_path_factory):
-    return {s: load_library(BRANCHY.format(schedule=s), tmp_path_factory, f"b{i}")
+def libs():
+    return {s: load_library(BRANCHY.format(schedule=s))
             for i, s in enumerate(("@schedule(hoist(i))", "@schedule()"))}
 
 
@@ -63,9 +63,9 @@ def test_branchy_out_of_bounds_is_still_caught(libs):
 
 
 @pytest.mark.parametrize("m, n", [(1, 1), (3, 5), (17, 33)])
-def test_rowscale_after_split(m, n, tmp_path_factory):
+def test_rowscale_after_split(m, n):
     text = ROWSCALE.format(schedule="@schedule(split(j, 4, tail=peel), hoist(j.inner), hoist(j.outer))")
-    lib = load_library(text, tmp_path_factory, "rowscale")
+    lib = load_library(text)
     rng = np.random.default_rng(m * n)
     x = rng.standard_normal((m, n)).astype(np.float32)
     s = rng.standard_normal(m).astype(np.float32)

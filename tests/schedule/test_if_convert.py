@@ -25,8 +25,8 @@ def guarded(x: f32[N], out: f32[N]):
 
 
 @pytest.fixture(scope="module")
-def lib(tmp_path_factory):
-    return load_library(KERNELS, tmp_path_factory, "ifc")
+def lib():
+    return load_library(KERNELS)
 
 
 def test_only_the_guarded_branch_stays():

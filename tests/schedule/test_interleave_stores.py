@@ -75,16 +75,16 @@ def test_groups_it_does_not_apply_to_keep_their_stores(text):
 @pytest.mark.parametrize("dtype, t", [(np.uint8, "u8"), (np.int16, "i16"), (np.float32, "f32"),
                                       (np.float64, "f64")])
 @pytest.mark.parametrize("c", [2, 3])
-def test_native_interleaves_equal_numpy(dtype, t, c, cpu, tmp_path_factory):
+def test_native_interleaves_equal_numpy(dtype, t, c, cpu):
     text = PLANES_TO_PIXELS.format(t=t, c=c, w=16 * c, op="")
-    lib = load_library(text, tmp_path_factory, f"pixels_{t}_{c}_{cpu}", cpu=cpu)
+    lib = load_library(text, cpu=cpu)
     x = (np.random.default_rng(c).standard_normal((c, 5 * 16)) * 100).astype(dtype)
     y = np.zeros((5 * 16, c), dtype)
     lib.to_pixels(x.reshape(c, 5, 16), y.reshape(5, 16 * c))
     np.testing.assert_array_equal(y, x.T)
 
 
-def test_interpreter_runs_the_merged_store_as_native_code_does(tmp_path_factory):
+def test_interpreter_runs_the_merged_store_as_native_code_does():
     text = PLANES_TO_PIXELS.format(t="i32", c=3, w=48, op="* 3 - i32(l)")
     x = np.random.default_rng(5).integers(-1000, 1000, size=(3, 4, 16), dtype=np.int32)
     want = (x * 3 - np.arange(16, dtype=np.int32)).transpose(1, 2, 0).reshape(4, 48)
@@ -93,6 +93,6 @@ def test_interpreter_runs_the_merged_store_as_native_code_does(tmp_path_factory)
     interpreted = np.zeros((4, 48), np.int32)
     run_kernel(kernel, {"x": x, "y": interpreted})
     native = np.zeros_like(interpreted)
-    load_library(text, tmp_path_factory, "pixels_i32").to_pixels(x, native)
+    load_library(text).to_pixels(x, native)
     np.testing.assert_array_equal(interpreted, want)
     np.testing.assert_array_equal(native, want)

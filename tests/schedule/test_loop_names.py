@@ -36,8 +36,8 @@ def vector_stores(body) -> int:
                and any(isinstance(n, ir.Ramp) for i in s.indices for n in walk_expr(i)))
 
 
-def check_scale(text: str, tmp_path_factory, sizes=((0, 0), (1, 9), (3, 8), (7, 17), (10, 5))):
-    lib, kernel = load_library(text, tmp_path_factory), scheduled(text)
+def check_scale(text: str, sizes=((0, 0), (1, 9), (3, 8), (7, 17), (10, 5))):
+    lib, kernel = load_library(text), scheduled(text)
     for m, n in sizes:
         a = np.arange(m * n, dtype=np.int32).reshape(m, n) - 20
         out, ref = np.zeros((m, n), np.int32), np.zeros((m, n), np.int32)
@@ -55,12 +55,12 @@ def check_scale(text: str, tmp_path_factory, sizes=((0, 0), (1, 9), (3, 8), (7, 
     "split(i, 3), vectorize(j, 8, tail=mask)",
     "split(i, 3), vectorize(j, 8), parallel(j.tail), vectorize(i.tail.j, 4), parallel(i.tail.j.tail)",
 ])
-def test_copies_in_a_split_tail_never_take_a_tail_name(schedule, tmp_path_factory):
+def test_copies_in_a_split_tail_never_take_a_tail_name(schedule):
     """The copy of `j` inside `i.tail` is `i.tail.j`; `j.tail` is only ever
     `j`'s own remainder, so both are there to name."""
     names = loops(scheduled(SCALE.format(schedule=schedule)))
     assert "i.tail.j" in names or "i.tail.j.outer" in names
-    check_scale(SCALE.format(schedule=schedule), tmp_path_factory)
+    check_scale(SCALE.format(schedule=schedule))
 
 
 def test_tail_copy_is_addressable():
@@ -97,14 +97,14 @@ def g(A: i32[N], T: i32[N], U: i32[N]):
 # ------------------------------------------------------------------ defect 2
 
 
-def test_vectorize_after_unroll_vectorizes_every_copy(tmp_path_factory):
+def test_vectorize_after_unroll_vectorizes_every_copy():
     text = SCALE.format(schedule="split(i, 3), unroll(i.inner), vectorize(j, 8)")
     names = loops(scheduled(text))
     for copy in ("j.u0", "j.u1", "j.u2"):
         assert vector_stores(names[f"{copy}.outer"].body) == 1, copy
         assert f"{copy}.tail" in names
     assert vector_stores(names["i.tail.j"].body) == 0  # the split's tail is its own loop
-    check_scale(text, tmp_path_factory)
+    check_scale(text)
 
 
 def test_a_copy_is_named_alone():
@@ -126,17 +126,17 @@ def test_a_directive_on_several_loops_names_the_copies():
                                       "tile(i, j, 3, 4, tail=mask)",
                                       "tile(i, j, 2, 8), reorder(i.outer, j.outer, i.inner, j.inner), "
                                       "parallel(i.outer), vectorize(j.inner, 8)"])
-def test_tile_with_either_tail(schedule, tmp_path_factory):
-    check_scale(SCALE.format(schedule=schedule), tmp_path_factory)
+def test_tile_with_either_tail(schedule):
+    check_scale(SCALE.format(schedule=schedule))
 
 
-def test_a_peeled_tile_of_loops_nested_the_other_way(tmp_path_factory):
+def test_a_peeled_tile_of_loops_nested_the_other_way():
     """tile(i, j) after reorder(j, i) (found by the fuzzer: an internal
     error): the peeled tiles put `i` back outside `j` first, as the masked
     tiles' order has it; same results as the loops as written."""
     text = SCALE.format(schedule="reorder(j, i), tile(i, j, 2, 8)")
     assert list(loops(scheduled(text)))[:4] == ["i.outer", "j.outer", "i.inner", "j.inner"]
-    check_scale(text, tmp_path_factory)
+    check_scale(text)
 
 
 def test_tile_peels_by_default():
@@ -145,7 +145,7 @@ def test_tile_peels_by_default():
     assert isinstance(names["j.inner"].stop, ir.Const)  # whole tiles: a constant trip count
 
 
-def test_peeled_tile_of_a_reduction_keeps_its_order(tmp_path_factory):
+def test_peeled_tile_of_a_reduction_keeps_its_order():
     """`j` reduces into `out[i]`: the right strip adds its columns after the
     whole tiles' ones, as the masked tiles do; float sums round the same."""
     text = """
@@ -155,7 +155,7 @@ def f(X: f32[M, N], out: f32[M]):
         for j in range(N):
             out[i] += X[i, j]
 """
-    lib = load_library(text, tmp_path_factory)
+    lib = load_library(text)
     x = np.random.default_rng(1).standard_normal((7, 11)).astype(np.float32) * 1e4
     got, want = np.zeros(7, np.float32), np.zeros(7, np.float32)
     lib.f(x, got)

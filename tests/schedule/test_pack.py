@@ -27,9 +27,9 @@ def test_transposed_operand_packs_into_rows():
 
 @pytest.mark.parametrize("extra", ["", ", parallel(j.outer)"])
 @pytest.mark.parametrize("m, k, n", [(0, 3, 5), (1, 1, 1), (3, 7, 16), (5, 9, 33), (17, 4, 50)])
-def test_results(extra, m, k, n, tmp_path_factory):
+def test_results(extra, m, k, n):
     text = MMT.format(extra=extra)
-    lib = load_library(text, tmp_path_factory, "mmt")
+    lib = load_library(text)
     rng = np.random.default_rng(m * 100 + n)
     a = rng.integers(-4, 4, (m, k)).astype(np.float32)
     b = rng.integers(-4, 4, (n, k)).astype(np.float32)
@@ -71,13 +71,13 @@ def prefix_sums(x: f32[N], out: f32[N]):
 """
 
 
-def test_region_of_a_triangular_nest_is_the_whole_range(tmp_path_factory):
+def test_region_of_a_triangular_nest_is_the_whole_range():
     text = PREFIX.format(schedule="pack(x, i)")
     printed = format_kernel(compile_to(text, "schedule").program.kernels[0])
     assert printed.index("alloc x.packed: f32[N]") < printed.index("for x.p0")
     x = np.arange(1, 12, dtype=np.float32)
     out = np.empty_like(x)
-    load_library(text, tmp_path_factory, "prefix").prefix_sums(x, out)
+    load_library(text).prefix_sums(x, out)
     np.testing.assert_array_equal(out, np.cumsum(x))
 
 

@@ -81,8 +81,8 @@ def test_loops_it_does_not_apply_to_keep_their_gathers(text):
 @pytest.mark.parametrize("cpu", ["znver4", "znver3"])
 @pytest.mark.parametrize("dtype, t", [(np.uint8, "u8"), (np.int16, "i16"), (np.float32, "f32"),
                                       (np.float64, "f64")])
-def test_native_transposes_equal_numpy(dtype, t, cpu, tmp_path_factory):
-    lib = load_library(TILES.format(t=t), tmp_path_factory, f"tiles_{t}_{cpu}", cpu=cpu)
+def test_native_transposes_equal_numpy(dtype, t, cpu):
+    lib = load_library(TILES.format(t=t), cpu=cpu)
     rng = np.random.default_rng(7)
     a, b = 48, 32
     x = (rng.standard_normal((b, a)) * 100).astype(dtype)  # X[j, i]; Y = X.T
@@ -91,7 +91,7 @@ def test_native_transposes_equal_numpy(dtype, t, cpu, tmp_path_factory):
     np.testing.assert_array_equal(y, x.T)
 
 
-def test_interpreter_runs_the_shuffles_as_native_code_does(tmp_path_factory):
+def test_interpreter_runs_the_shuffles_as_native_code_does():
     rng = np.random.default_rng(3)
     x = rng.integers(-1000, 1000, size=(2, 16, 3, 32), dtype=np.int32)
     z = rng.integers(-1000, 1000, size=(2, 16, 3, 32), dtype=np.int32)
@@ -101,7 +101,7 @@ def test_interpreter_runs_the_shuffles_as_native_code_does(tmp_path_factory):
     interpreted = np.zeros((3, 32, 2, 16), np.int32)
     run_kernel(kernel, {"X": x, "Z": z, "Y": interpreted})
     native = np.zeros_like(interpreted)
-    load_library(TWO, tmp_path_factory, "two").two(x, z, native)
+    load_library(TWO).two(x, z, native)
     np.testing.assert_array_equal(interpreted, want)
     np.testing.assert_array_equal(native, want)
 
@@ -133,7 +133,7 @@ def _shifted_tile_reference(x: np.ndarray, m: int, n: int) -> np.ndarray:
                                           ("u32", 16, 15, "znver4"), ("u32", 16, 8, "znver4"),
                                           ("u64", 8, 3, "znver4"), ("u64", 8, 6, "znver4"),
                                           ("u32", 16, 12, "znver3"), ("u32", 16, 7, "znver3")])
-def test_shifted_rows_read_two_blocks_and_align_each_column(t, n, m, cpu, tmp_path_factory):
+def test_shifted_rows_read_two_blocks_and_align_each_column(t, n, m, cpu):
     """A ramp shifted by a constant d(il) < W per iteration: W + max d rows
     read, transposed (in pieces of a register's lanes: 8 of the 16 on
     AVX2), and one two-source shuffle per register of a shifted column
@@ -154,7 +154,7 @@ def test_shifted_rows_read_two_blocks_and_align_each_column(t, n, m, cpu, tmp_pa
     x = rng.integers(0, np.iinfo(dtype).max, size=(70, 40), dtype=dtype)  # J = 70, I = 40
     want = _shifted_tile_reference(x, m, n)
     native = np.zeros((40, 70), dtype)
-    load_library(text, tmp_path_factory, f"shifted_{t}_{m}_{cpu}", cpu=cpu).shifted(x, native)
+    load_library(text, cpu=cpu).shifted(x, native)
     np.testing.assert_array_equal(native, want)
     interpreted = np.zeros_like(native)
     run_kernel(kernel, {"X": x, "Y": interpreted})

@@ -3,8 +3,12 @@ to a loaded shared library."""
 
 from __future__ import annotations
 
+import threading
+from pathlib import Path
+
+from built_once import library_of
+
 import dsl
-from dsl.backends.link import link_shared
 from dsl.grammar.diagnostics import Source
 from dsl.options import CompileOptions
 from dsl.pipeline import compile_source
@@ -14,10 +18,52 @@ def compile_to(text: str, stage: str, **options):
     return compile_source(Source("t.tk", text), CompileOptions(**options), stop_after=stage)
 
 
-def load_library(text: str, tmp_path_factory, name: str = "k", **options):
+def load_library(text: str, **options) -> KernelsOnDemand:
     """The kernels of `text`, compiled for this machine (or `cpu=...` of its
-    architecture) and loaded."""
-    job = compile_to(text, "obj", **options)
-    path = tmp_path_factory.mktemp(name) / f"{name}.so"
-    link_shared(job.obj, path, job.target)
-    return dsl.load(path)
+    architecture), each on its first use (see KernelsOnDemand)."""
+    return KernelsOnDemand(text, CompileOptions(**options))
+
+
+class KernelsOnDemand:
+    """The kernels of one program text as attributes, each compiled on its
+    first use into a library of its own, built once for the run
+    (tests/built_once.py). A test builds only the kernels it calls, and
+    two workers calling the same kernel build it once: one library of all
+    the kernels of the contraction forms took 125 s to build, and every
+    worker that ran one of their tests built it again.
+
+    `set_num_threads(n)` applies to every kernel, loaded or not yet."""
+
+    def __init__(self, text: str, options: CompileOptions):
+        self._text, self._options = text, options
+        self._libraries: dict[str, dsl.Library] = {}
+        self._threads = 0
+        self._names: frozenset[str] | None = None
+        self._lock = threading.Lock()
+
+    def __getattr__(self, kernel: str):
+        if kernel.startswith("_") or kernel not in self._kernel_names():
+            raise AttributeError(f"the program has no kernel {kernel!r}")
+        return getattr(self._library(kernel), kernel)
+
+    def _kernel_names(self) -> frozenset[str]:
+        if self._names is None:
+            typed = compile_source(Source("t.tk", self._text), self._options, stop_after="typed").typed
+            self._names = frozenset(k.name for k in typed.kernels)
+        return self._names
+
+    def set_num_threads(self, count: int) -> None:
+        self._threads = count
+        for library in self._libraries.values():
+            library.set_num_threads(count)
+
+    def _library(self, kernel: str) -> dsl.Library:
+        with self._lock:
+            if kernel not in self._libraries:
+                library = dsl.load(self._built(kernel))
+                library.set_num_threads(self._threads)
+                self._libraries[kernel] = library
+            return self._libraries[kernel]
+
+    def _built(self, kernel: str) -> Path:
+        return library_of(self._text, self._options.with_(kernels=frozenset({kernel})))

@@ -77,6 +77,16 @@ def test_module_builds_the_kernel_it_is_asked_for(stdlib_dir, tmp_path, monkeypa
         mod.axpy
 
 
+def test_module_names_its_kernels_and_the_library_of_each(stdlib_dir, tmp_path, monkeypatch):
+    monkeypatch.setenv("DSL_CACHE_DIR", str(tmp_path / "cache"))
+    (stdlib_dir / "axpy.tk").write_text(TWO)
+    mod = library.stdlib_module("axpy")
+    assert mod.kernel_names() == {"saxpy", "scale"}
+    own = mod.library_of("scale")
+    assert list(own.specs) == ["scale"] and own.path == _cached(tmp_path / "cache")[0]
+    whole = library.stdlib_library("axpy")
+    assert mod.library_of("saxpy") is whole  # once the whole module is built, it serves
+
 def test_module_takes_a_built_whole_library(stdlib_dir, tmp_path, monkeypatch):
     monkeypatch.setenv("DSL_CACHE_DIR", str(tmp_path / "cache"))
     (stdlib_dir / "axpy.tk").write_text(TWO)
