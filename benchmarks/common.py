@@ -10,15 +10,17 @@ from pathlib import Path
 
 import dsl
 from dsl.backends.link import link_shared
+from dsl.options import CompileOptions
 from dsl.pipeline import compile_file
 
 HERE = Path(__file__).resolve().parent
 
 
-def build(tk_name: str):
-    """Compile benchmarks/<tk_name> to a temporary .so and load it (the file is
-    deleted once loaded), e.g. `build("gemm.tk").gemm`."""
-    job = compile_file(HERE / tk_name)
+def build(tk_name: str, cpu: str | None = None):
+    """Compile benchmarks/<tk_name> for this machine (or LLVM CPU `cpu`) to a
+    temporary .so and load it (the file is deleted once loaded), e.g.
+    `build("gemm.tk").gemm`."""
+    job = compile_file(HERE / tk_name, CompileOptions(cpu=cpu))
     with tempfile.TemporaryDirectory(prefix="dslc-bench-") as folder:
         out = Path(folder) / (Path(tk_name).stem + ".so")
         link_shared(job.obj, out, job.target)

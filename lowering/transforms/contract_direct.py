@@ -168,6 +168,16 @@ def unpacked(c: Contraction, t: MicroTile, narrow: MicroTile | None, M: ir.Expr,
         shared = at_most(M, N, k_total, SMALL_WORK - 1, more=True)  # the strips' own test (below)
         narrow_computes_less = compare("<=", mul(_busiest_rows(M, narrow, shared), roundup(N, narrow.nr)),
                                        mul(_busiest_rows(M, t, shared), roundup(N, t.lanes)))
+        # AVX2's tall one-vector tile (14 x 8 f32) runs each element at ~0.85-0.9
+        # of what the 6 x 16 tile does: it takes only products of one vector of
+        # columns, where the 6 x 16 tile's one-vector variant (6 x 8) keeps too
+        # few sums to hide the FMA's latency (benchmarks/gemm.tk for znver3 on a
+        # Zen 4 core, 1 thread, GFLOP/s; 14 x 8 as before -> not at all: 256^3
+        # 67 -> 110, 256 x 256 x 24 65 -> 91; one vector of columns, 14 x 8
+        # against 6 x 8: 1000 x 64 x 8 82 / 69, 77 x 77 x 8 61 / 54, 3000 x 64
+        # x 4 25 / 27, 500^2 x 8 level).
+        if narrow.lanes * c.dtype.bits < 512:
+            narrow_computes_less = both(compare("<=", N, i64(narrow.nr)), narrow_computes_less)
         plain = [ir.If(narrow_computes_less, tuple(_direct_strips(c, narrow, M, N, K, k_total)),
                        tuple(fresh_locals(tuple(_direct_strips(c, t, M, N, K, k_total)))), c.nest.span)]
     even = even_tile(t)
