@@ -176,9 +176,15 @@ def unpacked(c: Contraction, t: MicroTile, narrow: MicroTile | None, M: ir.Expr,
         # 67 -> 110, 256 x 256 x 24 65 -> 91; one vector of columns, 14 x 8
         # against 6 x 8: 1000 x 64 x 8 82 / 69, 77 x 77 x 8 61 / 54, 3000 x 64
         # x 4 25 / 27, 500^2 x 8 level).
-        if narrow.lanes * c.dtype.bits < 512:
+        # Its k loop runs one copy a trip: its 14 sums, B's vector and A's
+        # broadcast fill the 16 registers, and LLVM's znver3 model, unrolling
+        # the loop twice, spilled sums and row addresses in it (as above, two
+        # copies -> one: 1000 x 64 x 8 60 -> 82, 77 x 77 x 8 48 -> 61).
+        on_ymm = narrow.lanes * c.dtype.bits < 512
+        if on_ymm:
             narrow_computes_less = both(compare("<=", N, i64(narrow.nr)), narrow_computes_less)
-        plain = [ir.If(narrow_computes_less, tuple(_direct_strips(c, narrow, M, N, K, k_total)),
+        narrow_strips = _direct_strips(c, narrow, M, N, K, k_total, one_copy=on_ymm)
+        plain = [ir.If(narrow_computes_less, tuple(narrow_strips),
                        tuple(fresh_locals(tuple(_direct_strips(c, t, M, N, K, k_total)))), c.nest.span)]
     even = even_tile(t)
     if even is not None:
@@ -194,14 +200,15 @@ def unpacked(c: Contraction, t: MicroTile, narrow: MicroTile | None, M: ir.Expr,
 
 
 def _direct_strips(c: Contraction, t: MicroTile, M: ir.Expr, N: ir.Expr, K: ir.Expr,
-                   k_total: ir.Expr, columns_divide: bool = False) -> list[ir.Stmt]:
+                   k_total: ir.Expr, columns_divide: bool = False, one_copy: bool = False) -> list[ir.Stmt]:
     """Strips of C's rows in parallel, tiles of `t` along each; with
     `columns_divide` (the tile's width divides N), no narrower variants for
-    the last columns."""
+    the last columns; with `one_copy`, k loops that LLVM does not unroll."""
     span = c.nest.span
     js, strip = ir.Sym("js", I64, "loop"), ir.Sym("is", I64, "loop")
     at = {"m0": ir.Var(strip), "n0": ir.Var(js), "M": M, "N": N,
-          "rows": minimum(i64(t.mr), sub(M, ir.Var(strip))), "cols": minimum(i64(t.nr), sub(N, ir.Var(js)))}
+          "rows": minimum(i64(t.mr), sub(M, ir.Var(strip))), "cols": minimum(i64(t.nr), sub(N, ir.Var(js))),
+          "one_copy": one_copy}
 
     def variant(v: MicroTile, edge: bool = True, **limits) -> list[ir.Stmt]:
         v_at = {**at, **limits, "br": batch_reduce_vars(c), "br_loops": True}

@@ -129,7 +129,8 @@ def tile_body(c: Contraction, t: MicroTile, at: dict, kc: ir.Expr, first_panel: 
     (how much of the tile lies inside C), M and N (C's extents), and what the
     operands need (`Packed`, the default: a0, b0 and the buffers Ap, Bp);
     `at['br']` maps the batch-reduce loops' variables to their values, or,
-    when `at['br_loops']` is true, the batch-reduce loops run here, around k.
+    when `at['br_loops']` is true, the batch-reduce loops run here, around k;
+    `at['one_copy']` asks LLVM not to unroll the k loop.
     `last_panel` (default: always) says when the epilogue applies.
     """
     operands = operands or Packed(c, t, at)
@@ -186,7 +187,7 @@ def tile_body(c: Contraction, t: MicroTile, at: dict, kc: ir.Expr, first_panel: 
         finished = each(store_epilogue)
         store = finished if last_panel is None else [ir.If(last_panel, tuple(finished), tuple(store))]
     unroll = K_UNROLL if isinstance(operands, Packed) and _room_to_unroll(t, dtype) else 0
-    unroll = 1 if _tall_on_ymm(t, dtype) else unroll
+    unroll = 1 if at.get("one_copy") else unroll
     k_loop = [_k_loop(c, t, operands, kc, acc, at.get("ahead"), unroll)]
     if at.get("br_loops"):
         k_loop = _around(k_loop, c.br, at["br"])
@@ -283,16 +284,6 @@ UNROLL_MAX_ACCUMULATORS = 24
 # 1 thread: 128 x 256 x 256 134 -> 132, 240^3 136 -> 132; on lines 149 -> 152,
 # 151 -> 154; the seeds' BRGEMM, whose B is realigned, within 2%), and a test
 # of B's alignment per tile cost 77^3 and 100^3 4%: that path keeps one copy.
-
-
-def _tall_on_ymm(t: MicroTile, dtype) -> bool:
-    """Whether `t` is AVX2's tall one-vector tile (14 x 8 f32), whose k loop
-    runs one copy a trip: its 14 sums, B's vector and A's broadcast fill the
-    16 registers, and LLVM's znver3 model, unrolling the loop twice, spilled
-    sums and row addresses in it (benchmarks/gemm.tk for znver3, run on a Zen
-    4 core, 1 thread, GFLOP/s, two copies -> one: 1000 x 64 x 8 60 -> 82,
-    77 x 77 x 8 48 -> 61, 3000 x 64 x 4 18 -> 25)."""
-    return t.vectors == 1 and t.mr > 8 and t.lanes * dtype.bits < 512
 
 
 def _room_to_unroll(t: MicroTile, dtype) -> bool:

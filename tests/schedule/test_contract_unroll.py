@@ -45,7 +45,16 @@ def test_the_packed_f32_tile_unrolls_by_two_on_avx512():
 
 @pytest.mark.parametrize("cpu, kernel", [("haswell", "mm"), ("skylake-avx512", "mm64")])
 def test_no_hint_where_it_was_not_measured_or_registers_are_short(cpu, kernel):
-    assert not any("unroll=" in x for x in micro_loops(cpu)[kernel])
+    assert not any("unroll=2" in x for x in micro_loops(cpu)[kernel])
+
+
+def test_only_the_tall_avx2_tile_keeps_one_copy():
+    """AVX2's 14 x 8 tile (products of at most 8 columns) asks LLVM not to
+    unroll its k loop; no loop of AVX-512's tiles does."""
+    loops = micro_loops("haswell")["mm"]
+    one_copy = [x for x in loops if "unroll=1" in x]
+    assert one_copy and len(one_copy) < len(loops)  # the 14 x 8 strips' tiles; not the 6 x 16's
+    assert not any("unroll=1" in x for cpu in ("skylake-avx512", "znver4") for x in micro_loops(cpu)["mm"])
 
 
 def test_the_backend_passes_the_hint_to_llvm():
