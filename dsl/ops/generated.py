@@ -17,23 +17,27 @@ from dsl.grammar.diagnostics import Source
 from dsl.library import Library
 
 _loaded: dict[str, Library] = {}
-_by_text: dict[tuple[str, str], Library] = {}  # the text's library in this process, before any hashing
+# The text's library in this process, before any hashing.
+_by_text: dict[tuple[str, str, options_mod.CompileOptions | None], Library] = {}
 _lock = threading.Lock()
 
 
-def generated_library(text: str, name: str = "generated") -> Library:
-    """The loaded library of the program `text`, compiled on first use."""
-    lib = _by_text.get((name, text))
+def generated_library(text: str, name: str = "generated",
+                      options: options_mod.CompileOptions | None = None) -> Library:
+    """The loaded library of the program `text` (which imports nothing),
+    compiled on first use with `options` (default: the environment's, for
+    this machine)."""
+    lib = _by_text.get((name, text, options))
     if lib is not None:
         return lib
-    lib = _by_text[(name, text)] = _load(text, name)
+    lib = _by_text[(name, text, options)] = _load(text, name, options)
     return lib
 
 
-def _load(text: str, name: str) -> Library:
+def _load(text: str, name: str, options: options_mod.CompileOptions | None) -> Library:
     from dsl.backends.target import make_target
 
-    opts = options_mod.from_env(None)
+    opts = options_mod.from_env(options)
     target = make_target(opts.triple, opts.cpu, opts.features)
     key = make_key(kind="ops-generated", sources=[(name, text)], target=target.key(),
                    options=opts.cache_key_part())

@@ -186,8 +186,10 @@ def tile_body(c: Contraction, t: MicroTile, at: dict, kc: ir.Expr, first_panel: 
     elif c.epilogue is not None:
         finished = each(store_epilogue)
         store = finished if last_panel is None else [ir.If(last_panel, tuple(finished), tuple(store))]
-    unroll = K_UNROLL if isinstance(operands, Packed) and _room_to_unroll(t, dtype) else 0
-    unroll = 1 if at.get("one_copy") else unroll
+    if at.get("one_copy"):
+        unroll = 1
+    else:
+        unroll = K_UNROLL if isinstance(operands, Packed) and _room_to_unroll(t, dtype) else 0
     k_loop = [_k_loop(c, t, operands, kc, acc, at.get("ahead"), unroll)]
     if at.get("br_loops"):
         k_loop = _around(k_loop, c.br, at["br"])

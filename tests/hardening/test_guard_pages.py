@@ -99,7 +99,7 @@ def libraries():
     paths = []
     for path in in_worker_order(kernel_files()):
         if path.parent.name != "stdlib":
-            paths.append(str(file_library(path)))
+            paths.append(str(file_library(path).path))
             continue
         module = stdlib_module(path.stem)
         paths += sorted({str(module.library_of(k).path) for k in module.kernel_names()})

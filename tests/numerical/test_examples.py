@@ -1,6 +1,5 @@
-"""Every kernel of `examples/*.tk`, compiled once (`compile_source` -> `link_shared`
--> `dsl.load`, tests/built_once.py), against numpy on sizes 0, 1, 7, 64, 1000 and on non-contiguous
-views; and the compiled code against the reference interpreter on small sizes.
+"""Every kernel of `examples/*.tk`, compiled once (tests/built_once.py),
+against numpy on sizes 0, 1, 7, 64, 1000 and on non-contiguous views; and the compiled code against the reference interpreter on small sizes.
 
 Tolerances (u = 2**-24 for f32, 2**-53 for f64). A sum of n terms computed in any
 order, with or without FMA contraction, is within gamma(n) * sum|term_k| of the
@@ -24,7 +23,6 @@ import pytest
 
 from built_once import file_library, in_worker_order
 
-import dsl
 from dsl.lowering.interpret import run_kernel
 from dsl.pipeline import compile_file
 from example_cases import MORE_CASES, Case, f32, gamma
@@ -39,7 +37,7 @@ SIZES = (0, 1, 7, 64, 1000)
 
 @dataclass
 class Compiled:
-    callers: dict  # kernel name -> compiled caller (from dsl.load)
+    callers: dict  # kernel name -> compiled caller
     loop_ir: dict  # kernel name -> loop-IR kernel (for the interpreter)
 
 
@@ -48,7 +46,7 @@ def compiled() -> Compiled:
     """Every example, built once for the run (each worker starts at another)."""
     callers, loop_ir = {}, {}
     for tk in in_worker_order(TK_FILES):
-        lib = dsl.load(file_library(tk))
+        lib = file_library(tk)
         for name in lib.specs:
             callers[name] = getattr(lib, name)
         for k in compile_file(tk, stop_after="loops").program.kernels:

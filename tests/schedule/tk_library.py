@@ -4,12 +4,10 @@ to a loaded shared library."""
 from __future__ import annotations
 
 import threading
-from pathlib import Path
-
-from built_once import library_of
 
 import dsl
 from dsl.grammar.diagnostics import Source
+from dsl.ops.generated import generated_library
 from dsl.options import CompileOptions
 from dsl.pipeline import compile_source
 
@@ -26,8 +24,8 @@ def load_library(text: str, **options) -> KernelsOnDemand:
 
 class KernelsOnDemand:
     """The kernels of one program text as attributes, each compiled on its
-    first use into a library of its own, built once for the run
-    (tests/built_once.py). A test builds only the kernels it calls, and
+    first use into a library of its own by `generated_library`, built once
+    for the run (tests/built_once.py). A test builds only the kernels it calls, and
     two workers calling the same kernel build it once: one library of all
     the kernels of the contraction forms took 125 s to build, and every
     worker that ran one of their tests built it again.
@@ -60,10 +58,7 @@ class KernelsOnDemand:
     def _library(self, kernel: str) -> dsl.Library:
         with self._lock:
             if kernel not in self._libraries:
-                library = dsl.load(self._built(kernel))
+                library = generated_library(self._text, "t.tk", self._options.with_(kernels=frozenset({kernel})))
                 library.set_num_threads(self._threads)
                 self._libraries[kernel] = library
             return self._libraries[kernel]
-
-    def _built(self, kernel: str) -> Path:
-        return library_of(self._text, self._options.with_(kernels=frozenset({kernel})))
