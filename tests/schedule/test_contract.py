@@ -370,17 +370,22 @@ def test_column_parts_keep_their_buffers(lib):
     a, b = operands(64, 1024, 2048)
     c = np.empty((64, 2048), np.float32)
     lib.set_num_threads(2)
+    faults = []
     try:
         for _ in range(3):
             lib.mm_auto(a, b, c)
-        before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
         for _ in range(10):
+            before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
             lib.mm_auto(a, b, c)
-        faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before
+            faults.append(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
     finally:
         lib.set_num_threads(0)
     close(c, a, b)
-    assert faults < 10 * 32
+    # One call may still fault a panel: on a loaded machine a worker can
+    # start after the other has finished and returned its buffer, so the
+    # warm-up calls may have needed only one; the second is made the first
+    # time both run at once, and kept from then on.
+    assert sum(f >= 128 for f in faults) <= 1, faults
 
 
 def test_python_threads_at_once(lib):
