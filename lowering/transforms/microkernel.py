@@ -137,32 +137,6 @@ def tile_body(c: Contraction, t: MicroTile, at: dict, kc: ir.Expr, first_panel: 
     dtype = c.dtype
     acc = [[ir.Sym(f"acc{r}_{v}", dtype, "local", lanes=t.lanes) for v in range(t.vectors)]
            for r in range(t.mr)]
-    # The sums start at zero and C is added after the k loop, not loaded
-    # before it: the lines of C loaded first had left L1 by the loop's end
-    # (it streams B's strip and A's rows through L1), so the stores missed
-    # them again, and the loop's first FMAs waited on C. AVX2 code for znver3
-    # on a Zen 4 core, 1 thread, best of 31 (median), GFLOP/s, before ->
-    # after: 2048^3 102.0 (86.4) -> 103.8 (93.5), 512 x 3584 x 3584 102.7
-    # (95.8) -> 104.5 (98.4), 1024^3 105.0 -> 106.4, 512^3 level; AVX-512
-    # (6 x 64 tiles) level.
-    init = [ir.Assign(a, ir.Const(0.0, dtype)) for row in acc for a in row]
-    store = _stores(c, t, at, acc, first_panel, last_panel)
-    if at.get("one_copy"):
-        unroll = 1
-    else:
-        unroll = K_UNROLL if isinstance(operands, Packed) and _room_to_unroll(t, dtype) else 0
-    k_loop = [_k_loop(c, t, operands, kc, acc, at.get("ahead"), unroll)]
-    if at.get("br_loops"):
-        k_loop = _around(k_loop, c.br, at["br"])
-    return [*init, *_prefetch_own_c(c, t, at), *operands.setup(), *k_loop, *store]
-
-
-def _stores(c: Contraction, t: MicroTile, at: dict, acc: list, first_panel: ir.Expr,
-            last_panel: ir.Expr | None) -> list[ir.Stmt]:
-    """The tile's sums `acc` into C after the k loop: on C's first panel
-    (`first_panel`) the sums alone, else added to C's values; the epilogue
-    where `last_panel` holds (default: always)."""
-    dtype = c.dtype
     full = ir.Binary("and", compare("==", at["rows"], i64(t.mr)), compare("==", at["cols"], i64(t.nr)), BOOL)
 
     def column(v: int) -> ir.Expr:
@@ -171,40 +145,55 @@ def _stores(c: Contraction, t: MicroTile, at: dict, acc: list, first_panel: ir.E
     def at_element(r: int, v: int) -> dict:
         return {c.m.var: add(at["m0"], i64(r)), c.n.var: column(v)}
 
-    def each(fresh: bool, epilogue: bool) -> list[ir.Stmt]:
-        """Each accumulator's store (unmasked when the tile is whole): its sum
-        alone when C starts at zero (`fresh`), else C's value plus it, with
-        the epilogue applied or not."""
-        def store(r: int, v: int, masked: bool) -> ir.Stmt:
-            indices = tuple(substitute_expr(x, at_element(r, v)) for x in c.store.indices)
-            mask = ir.Binary("<", column(v), at["N"], BOOL) if masked else None
-            total = ir.Var(acc[r][v])
-            if not fresh:
-                total = ir.Binary("+", ir.Load(c.store.tensor, indices, dtype, safe=True, mask=mask), total, dtype)
-            if epilogue:
-                total = _epilogue(c, {**at_element(r, v), c.acc: total}, mask)
-            return ir.Store(c.store.tensor, indices, total, c.store.span, safe=True, mask=mask)
+    def c_access(r: int, v: int):
+        """C's indices for row r, vector v of the tile, and the mask of its columns in C."""
+        indices = tuple(substitute_expr(x, at_element(r, v)) for x in c.store.indices)
+        return indices, ir.Binary("<", column(v), at["N"], BOOL)
 
-        whole = [store(r, v, False) for r in range(t.mr) for v in range(t.vectors)]
-        edge = [ir.If(compare("<", i64(r), at["rows"]), tuple(store(r, v, True) for v in range(t.vectors)))
+    def each(make) -> list[ir.Stmt]:
+        """`make(r, v, masked)` for every accumulator: unmasked when the tile is whole."""
+        whole = [s for r in range(t.mr) for v in range(t.vectors) for s in make(r, v, False)]
+        edge = [ir.If(compare("<", i64(r), at["rows"]),
+                      tuple(s for v in range(t.vectors) for s in make(r, v, True)),
+                      tuple(ir.Assign(acc[r][v], ir.Const(0.0, dtype)) for v in range(t.vectors))
+                      if make is load_c else ())
                 for r in range(t.mr)]
         return [ir.If(full, tuple(whole), tuple(edge))]
 
-    def finish(fresh: bool) -> list[ir.Stmt]:
-        stores = each(fresh, False)
-        if c.epilogue is not None and _calls_library(c.epilogue):
-            # exp, erf, ... are calls per lane: once per row of the tile, from C
-            # (still in L1), not unrolled over every accumulator.
-            rows = [_epilogue_rows(c, t, at, column)]
-            return stores + (rows if last_panel is None else [ir.If(last_panel, tuple(rows))])
-        if c.epilogue is not None:
-            finished = each(fresh, True)
-            return finished if last_panel is None else [ir.If(last_panel, tuple(finished), tuple(stores))]
-        return stores
+    def load_c(r: int, v: int, masked: bool) -> list[ir.Stmt]:
+        indices, mask = c_access(r, v)
+        load = ir.Load(c.store.tensor, indices, dtype, safe=True, mask=mask if masked else None)
+        return [ir.Assign(acc[r][v], load)]
 
-    if c.accumulate or isinstance(first_panel, ir.Const):
-        return finish(not c.accumulate and bool(first_panel.value))
-    return [ir.If(first_panel, tuple(finish(True)), tuple(finish(False)))]
+    def store_c(r: int, v: int, masked: bool) -> list[ir.Stmt]:
+        indices, mask = c_access(r, v)
+        return [ir.Store(c.store.tensor, indices, ir.Var(acc[r][v]), c.store.span, safe=True,
+                         mask=mask if masked else None)]
+
+    def store_epilogue(r: int, v: int, masked: bool) -> list[ir.Stmt]:
+        indices, mask = c_access(r, v)
+        value = _epilogue(c, {**at_element(r, v), c.acc: ir.Var(acc[r][v])}, mask if masked else None)
+        return [ir.Store(c.store.tensor, indices, value, c.store.span, safe=True, mask=mask if masked else None)]
+
+    zero = [ir.Assign(a, ir.Const(0.0, dtype)) for row in acc for a in row]
+    init = ir.If(first_panel, tuple(zero), tuple(each(load_c))) if not c.accumulate else each(load_c)[0]
+    store = each(store_c)
+    if c.epilogue is not None and _calls_library(c.epilogue):
+        # exp, erf, ... are calls per lane: once per row of the tile, from C
+        # (still in L1), not unrolled over every accumulator.
+        finish = [_epilogue_rows(c, t, at, column)]
+        store = store + (finish if last_panel is None else [ir.If(last_panel, tuple(finish))])
+    elif c.epilogue is not None:
+        finished = each(store_epilogue)
+        store = finished if last_panel is None else [ir.If(last_panel, tuple(finished), tuple(store))]
+    if at.get("one_copy"):
+        unroll = 1
+    else:
+        unroll = K_UNROLL if isinstance(operands, Packed) and _room_to_unroll(t, dtype) else 0
+    k_loop = [_k_loop(c, t, operands, kc, acc, at.get("ahead"), unroll)]
+    if at.get("br_loops"):
+        k_loop = _around(k_loop, c.br, at["br"])
+    return [init, *_prefetch_next(c, t, at), *operands.setup(), *k_loop, *store]
 
 
 def _calls_library(e: ir.Expr) -> bool:
@@ -254,22 +243,16 @@ def _around(body: list[ir.Stmt], loops: tuple[ir.For, ...], fresh_vars: dict) ->
     return body
 
 
-def _prefetch_own_c(c: Contraction, t: MicroTile, at: dict) -> list[ir.Stmt]:
-    """Ask for the tile's own lines of C, into L2, as its k loop starts: C is
-    read and written after the loop (`tile_body`), by when the strips the loop
-    streams through L1 would have pushed the lines out of it. (The tiles
-    asked for the next tile's lines into L1 when they loaded C before the
-    loop.) With C added after the loop, AVX2 code for znver3 on a Zen 4 core,
-    1 thread, best of 41, GFLOP/s: next tile's into L1 / own into L2, 2048^3
-    105.5 / 106.2, 512 x 3584 x 3584 102.4 / 102.8, 1024^3 107.4 / 107.2
-    (medians 97.7 / 99.8, 94.8 / 97.6, 97.9 / 100.4); the 6 x 64 tiles of
-    AVX-512 level (2048^3 105.1 / 105.7, 256^3 111.8 / 112.2)."""
+def _prefetch_next(c: Contraction, t: MicroTile, at: dict) -> list[ir.Stmt]:
+    """Ask for the next tile's rows of C (the next m strip) while this one
+    computes: they are read or written right after, and C is large, so they
+    would otherwise miss. Measured gain on Zen 3: about 1% at 1000^3 and up."""
     out: list[ir.Stmt] = []
     for r in range(t.mr):
         for col in (at["n0"], add(at["n0"], i64(t.nr - 1))):  # first and last line of the row
-            where = {c.m.var: add(at["m0"], i64(r)), c.n.var: col}
+            where = {c.m.var: add(at["m0"], i64(t.mr + r)), c.n.var: col}
             out.append(ir.Prefetch(c.store.tensor, tuple(substitute_expr(x, where) for x in c.store.indices),
-                                   level=2, span=c.store.span))
+                                   span=c.store.span))
     return out
 
 

@@ -5,8 +5,6 @@ loops. Checked against numpy on sizes around the tile and panel edges, packed
 (small blocking options force it) and unpacked (the automatic path for small
 products), on 1 and 2 threads; and the interpreter runs the scheduled IR."""
 
-import re
-
 import numpy as np
 import pytest
 
@@ -118,11 +116,8 @@ def test_loop_around_accumulating_sum(lib):
     assert np.allclose(c, c0 + np.einsum("rmk,rkn->mn", a, b), rtol=1e-5, atol=1e-4)
     printed = format_kernel(next(k for k in compile_to(KERNELS, "schedule").program.kernels
                                  if k.name == "gemm_steps"))
-    steps = printed.index("for r in range(0, R):")
-    # r inside the tile: C is read and written once, after the steps
-    assert re.search(r"acc0_0: f32 x \d+ = 0\.0", printed[:steps])
-    assert not re.search(r"C\[[^\n]*\] = C\[[^\n]*acc0_0", printed[:steps])
-    assert re.search(r"C\[[^\n]*\] = C\[[^\n]*acc0_0", printed[steps:])
+    assert "acc0_0" in printed
+    assert printed.index("acc0_0 = C[") < printed.index("for r in range(0, R):")  # r inside the tile
 
 
 STEPS = """
