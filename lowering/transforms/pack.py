@@ -55,11 +55,16 @@ def pack_b(c: Contraction, t: MicroTile, at: dict) -> list[ir.Stmt]:
         ahead = tuple(_row_ahead(c, t, at, k_at, add(at["jc"], ir.Var(js))))
 
         def row_pass(count: int) -> ir.Stmt:
-            """The strips' rows p .. p + count - 1."""
+            """The strips' rows p .. p + count - 1: the whole strips' copies
+            written out, the last strip's (the rare edge) a loop over the rows."""
             at_row = [{p: add(ir.Var(p), i64(r))} for r in range(count)]
             wholes = tuple(x for m in at_row for x in substitute(whole, m))
-            edges = tuple(x for m in at_row for x in fresh_locals(substitute(edge, m)))
             aheads = tuple(x for m in at_row for x in substitute(ahead, m))
+            edges = edge
+            if count > 1:
+                r = ir.Sym("r", I64, "loop")
+                edges = (ir.For(r, i64(0), i64(count), 1, substitute(edge, {p: add(ir.Var(p), ir.Var(r))}),
+                                "pack.B.rows", span=span),)
             return ir.For(js, i64(0), at["nc"], t.nr, (*aheads, set_width, ir.If(is_whole, wholes, edges, span)),
                           "pack.B.strip", span=span)
 

@@ -1,5 +1,6 @@
 """Every kernel of `examples/*.tk`, compiled once (tests/built_once.py),
-against numpy on sizes 0, 1, 7, 64, 1000 and on non-contiguous views; and the compiled code against the reference interpreter on small sizes.
+against numpy on sizes 0, 1, 7, 64, 1000 and on non-contiguous views; and
+the compiled code against the reference interpreter on small sizes.
 
 Tolerances (u = 2**-24 for f32, 2**-53 for f64). A sum of n terms computed in any
 order, with or without FMA contraction, is within gamma(n) * sum|term_k| of the
