@@ -39,7 +39,9 @@ each thread running the whole nest on its part (`contract_columns`). Legal
 when C does not overlap A or B (the entry checks prove it unless the kernel
 is `inplace`): every C
 element's sum still runs over k in order, from 0, so results match the plain
-loop (up to FMA contraction, which the plain loop may also use).
+loop (up to FMA contraction, which the plain loop may also use; under
+`@options(contract=False)` the tile multiplies and adds apart, and the
+results are the plain loop's bit for bit).
 
 Batch-reduce loops (more summed indices than k) run around the K panels
 (packed) or around k inside the tile (unpacked: the tile stays in registers
@@ -136,6 +138,8 @@ def contractions(kernel: ir.Kernel) -> list[Contraction]:
 
 def _rewrite(kernel: ir.Kernel, found: list[Contraction], machine: Machine, options: dict, span,
              remarks: list | None) -> ir.Kernel:
+    if not kernel.options.contract:  # @options(contract=False): a * b + acc, each op rounded
+        machine = replace(machine, has_fma=False)
     code = len(kernel.checks)
     info = ir.CheckInfo("memory", "out of memory for the packed operands of a matmul", span or kernel.span)
     # B stored by rows of K (x @ W.T), read in place, has each vector put

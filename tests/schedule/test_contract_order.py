@@ -1,0 +1,87 @@
+"""The contraction pass keeps each C element's sum in the plain loop's order.
+
+Without `@options(reassociate=True)`, the packed and unpacked micro-kernels
+must add the products of each element over k from 0 in order, across every
+K panel, the M blocks and C's column parts alike. Under
+`@options(contract=False)` every multiply and add rounds on its own, so the
+result is defined bit for bit: numpy's float32 loop over k below. (A change
+that summed each K panel apart and then added it to C passed every test that
+compares within a tolerance.)
+"""
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tk_library import load_library
+
+KERNELS = """
+@options(contract=False)
+def mm_exact(A: f32[M, K], B: f32[K, N], C: f32[M, N]):
+    C[m, n] = sum(A[m, k] * B[k, n])
+
+@options(contract=False)
+@schedule(contract(m, mc=12, kc=5, nc=32))
+def mm_exact_blocks(A: f32[M, K], B: f32[K, N], C: f32[M, N]):
+    C[m, n] = sum(A[m, k] * B[k, n])
+
+@options(contract=False)
+def bmm_exact(A: f32[Bt, M, K], B: f32[Bt, K, N], C: f32[Bt, M, N]):
+    C[b, m, n] = sum(A[b, m, k] * B[b, k, n])
+"""
+
+# (M, K, N) under the automatic schedule: K of three panels (kc = 512) on the
+# packed path in M blocks, short (column parts) and wide; a small product read
+# in place; a K of one panel and one element.
+SIZES = [(300, 1100, 80), (40, 1100, 300), (200, 600, 1100), (7, 13, 9), (33, 512, 70), (5, 1, 700)]
+
+
+@pytest.fixture(scope="module")
+def lib():
+    return load_library(KERNELS)
+
+
+def in_order(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """sum over k of a[..., k] * b[..., k, :], in order from k = 0, each
+    product and sum rounded to float32."""
+    acc = np.zeros((*a.shape[:-1], b.shape[-1]), np.float32)
+    for k in range(a.shape[-1]):
+        acc = acc + a[..., k, None] * b[..., k, None, :]
+    return acc
+
+
+def operands(shape_a, shape_b, seed):
+    rng = np.random.default_rng(seed)
+    return rng.standard_normal(shape_a).astype(np.float32), rng.standard_normal(shape_b).astype(np.float32)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("size", SIZES)
+def test_automatic_schedule_sums_in_order(lib, size, threads):
+    m, k, n = size
+    a, b = operands((m, k), (k, n), m + k + n)
+    c = np.full((m, n), np.nan, np.float32)
+    lib.set_num_threads(threads)
+    try:
+        lib.mm_exact(a, b, c)
+    finally:
+        lib.set_num_threads(0)
+    np.testing.assert_array_equal(c, in_order(a, b))
+
+
+def test_batch_sums_in_order(lib):
+    a, b = operands((3, 20, 700), (3, 700, 90), 1)
+    c = np.full((3, 20, 90), np.nan, np.float32)
+    lib.bmm_exact(a, b, c)
+    np.testing.assert_array_equal(c, in_order(a, b))
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.integers(0, 30), st.integers(0, 23), st.integers(0, 70))
+def test_small_blocks_sum_in_order(lib, m, k, n):
+    """kc = 5: an element's sum crosses up to five K panels."""
+    a, b = operands((m, k), (k, n), m * 1000 + k * 100 + n)
+    c = np.full((m, n), np.nan, np.float32)
+    lib.mm_exact_blocks(a, b, c)
+    np.testing.assert_array_equal(c, in_order(a, b))
