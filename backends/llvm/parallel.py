@@ -95,21 +95,13 @@ def emit_parallel_for(cx: FunctionContext, loop: For, emit_loop: EmitLoop) -> No
 
 
 def _plan(cx: FunctionContext, loop: For) -> _Plan:
+    uses = _uses_of(cx.kernel.body)
     used_tensors: set[TensorParam] = set()
     read: set[Sym] = set()
     for stmt in walk_stmts(loop.body):
-        if isinstance(stmt, (Store, Prefetch)):
-            used_tensors.add(stmt.tensor)
-        for e in (x for top in stmt_exprs(stmt) for x in walk_expr(top)):
-            match e:
-                case Var(sym=sym):
-                    read.add(sym)
-                case Load(tensor=t) | Shape(tensor=t):
-                    used_tensors.add(t)
-                case Overlaps(a=a, b=b):
-                    used_tensors.update((a, b))
-                case AlignGap(tensor=t):
-                    used_tensors.add(t)
+        syms, tensors = uses(stmt)
+        read |= syms
+        used_tensors |= tensors
     assigned = assigned_syms(loop.body) | {loop.var}
     outside = _read_outside(cx.kernel.body, loop)
     liveout = sorted(assigned & outside, key=lambda s: s.id)
@@ -134,22 +126,68 @@ def _assigned_outside(body, loop: For) -> set[Sym]:
 
 def _outside(body, loop: For):
     """The statements of `body`, nested ones included, that are not `loop` or inside it."""
-    for stmt in body:
-        if stmt is loop:
-            continue
-        yield stmt
-        match stmt:
-            case For(body=inner):
-                yield from _outside(inner, loop)
-            case If(then=then, orelse=orelse):
-                yield from _outside(then, loop)
-                yield from _outside(orelse, loop)
+    stack = [iter(body)]
+    while stack:
+        for stmt in stack[-1]:
+            if stmt is loop:
+                continue
+            yield stmt
+            match stmt:
+                case For(body=inner):
+                    stack.append(iter(inner))
+                    break
+                case If(then=then, orelse=orelse):
+                    stack.append(iter((*then, *orelse)))
+                    break
+        else:
+            stack.pop()
 
 
 def _read_outside(body, loop: For) -> set[Sym]:
     """Symbols read by statements of `body` that are not inside `loop`."""
-    return {e.sym for stmt in _outside(body, loop) for top in stmt_exprs(stmt)
-            for e in walk_expr(top) if isinstance(e, Var)}
+    uses = _uses_of(body)
+    out: set[Sym] = set()
+    for stmt in _outside(body, loop):
+        out |= uses(stmt)[0]
+    return out
+
+
+# (symbols read, tensors used) by each statement's own expressions, for the
+# last kernel body asked about: every parallel loop asks about the whole body,
+# and walking its expressions each time was a third of the back-end's time on
+# a matmul (14 parallel loops). One entry, swapped whole, so that threads
+# compiling other kernels at once only miss it.
+_last_uses: tuple[object, dict] = (None, {})
+
+
+def _uses_of(body):
+    global _last_uses
+    owner, cache = _last_uses
+    if owner is not body:
+        cache = {}
+        _last_uses = (body, cache)
+
+    def uses(stmt) -> tuple[frozenset[Sym], frozenset[TensorParam]]:
+        found = cache.get(id(stmt))
+        if found is None or found[0] is not stmt:  # the entry keeps its statement alive
+            found = cache[id(stmt)] = (stmt, *_own_uses(stmt))
+        return found[1], found[2]
+
+    return uses
+
+
+def _own_uses(stmt) -> tuple[frozenset[Sym], frozenset[TensorParam]]:
+    read: set[Sym] = set()
+    tensors: set[TensorParam] = {stmt.tensor} if isinstance(stmt, (Store, Prefetch)) else set()
+    for e in (x for top in stmt_exprs(stmt) for x in walk_expr(top)):
+        match e:
+            case Var(sym=sym):
+                read.add(sym)
+            case Load(tensor=t) | Shape(tensor=t) | AlignGap(tensor=t):
+                tensors.add(t)
+            case Overlaps(a=a, b=b):
+                tensors.update((a, b))
+    return frozenset(read), frozenset(tensors)
 
 
 def _free_name(module: ir.Module, prefix: str) -> str:
