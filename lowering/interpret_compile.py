@@ -317,6 +317,9 @@ class Compiler(VectorCompiler):
                 return self.expr(fallback(e))  # the instruction's meaning, in plain arithmetic
             case ir.Threads():
                 return lambda env: np.int64(1)  # the interpreter runs parallel loops serially
+            case ir.UnitStrides():
+                slots = [self.tensor_slot(t) for t in self.kernel.tensors if t.rank > 0]
+                return lambda env: np.bool_(all(ops.unit_inner_stride(env[k]) for k in slots))
             case ir.AlignGap(tensor, indices, nbytes):
                 ts, fns = self.tensor_slot(tensor), [self.expr(i) for i in indices]
                 return lambda env: ops.align_gap(env[ts], [f(env) for f in fns], nbytes)

@@ -281,6 +281,11 @@ def _fma_f64(a, b, c):
 # ------------------------------------------------------------------ memory
 
 
+def unit_inner_stride(arr: np.ndarray) -> bool:
+    """The array's innermost axis is contiguous (ir.UnitStrides)."""
+    return arr.strides[-1] == arr.itemsize
+
+
 def overlaps(a: np.ndarray, b: np.ndarray):
     """np.bool_: both arrays are non-empty and their byte ranges intersect."""
     ra, rb = _byte_range(a), _byte_range(b)

@@ -15,7 +15,7 @@ by `lowering.vector.lanes_of`: a `Ramp`, a `Broadcast`, a vector local, or any
 operation with a vector operand (scalar operands are broadcast implicitly).
 
     expr := Const | Var | Shape | Load | Binary | Unary | Cast | Fma | Select | TargetOp
-          | Overlaps | Threads | AlignGap | Ramp | Broadcast | HReduce | Shuffle (vectors)
+          | Overlaps | Threads | UnitStrides | AlignGap | Ramp | Broadcast | HReduce | Shuffle (vectors)
           | Reduce (kernel IR only)
     stmt := For | If | Assign | Store | Check | Alloc | LocalArray | Prefetch | Realign
           | IndexStore (kernel IR only)
@@ -191,6 +191,21 @@ class Threads:
 
 
 @dataclass(frozen=True, slots=True)
+class UnitStrides:
+    """True when every tensor argument's innermost stride is 1. The backend
+    compiles a kernel's body twice, for that case and for any strides
+    (backends/llvm/versions.py), and makes this the constant of each copy
+    before emitting it: a transform gives the general copy a leaner path
+    (`contract` packs every product there, where reading in place would
+    build each vector lane by lane). Only in the condition of an `If`, a
+    `For`'s `when` or a `Realign`'s `when` (lowering/unit_strides.py folds
+    those). The interpreter reads the arrays' strides."""
+
+    span: Span | None = None
+    type: ScalarType = BOOL
+
+
+@dataclass(frozen=True, slots=True)
 class AlignGap:
     """The number of elements from `&tensor[indices]` up to the next address
     that is a multiple of `bytes` (0 when it is one; 0 when the address is not
@@ -217,7 +232,7 @@ class Reduce:
 
 
 Expr = (Const | Var | Shape | Load | Binary | Unary | Cast | Fma | Select | Overlaps | Reduce
-        | AlignGap | Ramp | Broadcast | HReduce | Shuffle | Threads | TargetOp)
+        | AlignGap | Ramp | Broadcast | HReduce | Shuffle | Threads | UnitStrides | TargetOp)
 
 # ------------------------------------------------------------------ statements
 

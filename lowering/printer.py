@@ -285,6 +285,8 @@ class _Printer:
                 return f"overlaps({a.name}, {b.name})", ATOM
             case ir.Threads():
                 return "threads()", ATOM
+            case ir.UnitStrides():
+                return "unit_strides()", ATOM
             case ir.AlignGap(tensor, indices, nbytes):
                 return f"align_gap({self.subscript(tensor, indices)}, {nbytes})", ATOM
             case ir.TargetOp(name, args):

@@ -23,7 +23,7 @@ def lanes_of(e: ir.Expr) -> int:
             return sym.lanes
         case ir.Shuffle(mask=mask):
             return len(mask)
-        case ir.HReduce() | ir.Const() | ir.Shape() | ir.Overlaps() | ir.Threads() | ir.AlignGap():
+        case ir.HReduce() | ir.Const() | ir.Shape() | ir.Overlaps() | ir.Threads() | ir.UnitStrides() | ir.AlignGap():
             return 1
     return max((lanes_of(c) for c in child_exprs(e)), default=1)
 

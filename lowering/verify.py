@@ -282,6 +282,8 @@ class _Verifier:
                 self.typed(b, t, e, "the second select value")
             case ir.Threads():
                 self.expect(t == I64, e, "threads() has type i64")
+            case ir.UnitStrides():
+                self.expect(t == BOOL, e, "unit_strides() has type bool")
             case ir.Overlaps(a, b):
                 self.expect(a in self.tensors and b in self.tensors, e, "overlaps() of a foreign tensor")
                 self.expect(t == BOOL, e, "overlaps() has type bool")

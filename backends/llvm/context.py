@@ -51,9 +51,10 @@ class FunctionContext:
 
     in_parallel = False
 
-    def __init__(self, func: ir.Function, kernel: Kernel):
+    def __init__(self, func: ir.Function, kernel: Kernel, body: tuple | None = None):
         self.func = func
         self.kernel = kernel
+        self.body = kernel.body if body is None else body  # the kernel's, as this copy emits it
         self.module: ir.Module = func.module
         entry = func.append_basic_block("entry")
         self.alloca_builder = ir.IRBuilder(entry)

@@ -17,7 +17,7 @@ from collections.abc import Callable
 import llvmlite.ir as ir
 
 from dsl.lowering.ir import (AlignGap, Binary, Broadcast, Cast, Const, Expr, Fma, HReduce, Load, Overlaps,
-                             Ramp, Select, Shape, Shuffle, TargetOp, Threads, Unary, Var)
+                             Ramp, Select, Shape, Shuffle, TargetOp, Threads, Unary, UnitStrides, Var)
 from dsl.lowering.vector import lanes_of
 
 from ..errors import BackendError
@@ -68,6 +68,8 @@ def emit_expr(cx: FunctionContext, e: Expr) -> ir.Value:
             return overlaps(cx, cx.tensor(a), cx.tensor(b))
         case AlignGap():
             return align_gap(cx, e, [emit_expr(cx, i) for i in e.indices])
+        case UnitStrides():  # lowering.unit_strides folded every place it may stand
+            raise BackendError(f"{cx.kernel.name}: unit_strides() outside a branch's condition")
         case Threads():
             return cx.builder.zext(cx.builder.call(num_threads(cx.module, cx.module.triple), []), I64)
         case Ramp(base=base, stride=stride, lanes=lanes):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import llvmlite.ir as ir
 
 from dsl.lowering.ir import Kernel
+from dsl.lowering.unit_strides import fold_unit_strides
 
 from ..target import Target, target_machine
 from .context import FunctionContext
@@ -72,23 +73,25 @@ def _define_versions(module: ir.Module, func: ir.Function, kernel: Kernel) -> No
     """The body once for contiguous innermost axes and once in general (versions.py)."""
     args = c_args(kernel)
     inner = [k for k, a in enumerate(args) if a.kind == "stride" and a.axis == a.param.rank - 1]
-    if not inner:
-        _define_body(func, kernel)
+    if not inner:  # no strides at all: every one there is (none) is 1
+        _define_body(func, kernel, unit_inner=False, unit_strides=True)
         return
     unit = internal_copy(module, func, "__unit")
     general = internal_copy(module, func, "__any")
-    _define_body(unit, kernel, unit_inner=True)
-    _define_body(general, kernel)
+    _define_body(unit, kernel, unit_inner=True, unit_strides=True)
+    _define_body(general, kernel, unit_inner=False, unit_strides=False)
     define_dispatch(func, kernel, unit, general, inner)
 
 
-def _define_body(func: ir.Function, kernel: Kernel, unit_inner: bool = False) -> None:
-    cx = FunctionContext(func, kernel)
+def _define_body(func: ir.Function, kernel: Kernel, unit_inner: bool, unit_strides: bool) -> None:
+    """`func`'s body: with `unit_inner`, innermost strides the constant 1;
+    `unit_strides` is the value of the kernel's `UnitStrides()` in it."""
+    cx = FunctionContext(func, kernel, fold_unit_strides(kernel.body, unit_strides))
     bind_arguments(cx)
     if unit_inner:
         for t in cx.tensors.values():
             if t.strides and t.param.view is None:  # a view's innermost stride is its own
                 t.strides[-1] = ir.Constant(t.strides[-1].type, 1)
-    emit_block(cx, kernel.body)
+    emit_block(cx, cx.body)
     cx.return_status(ir.Constant(I32, 0))
     cx.finish()

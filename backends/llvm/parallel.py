@@ -95,7 +95,7 @@ def emit_parallel_for(cx: FunctionContext, loop: For, emit_loop: EmitLoop) -> No
 
 
 def _plan(cx: FunctionContext, loop: For) -> _Plan:
-    uses = _uses_of(cx.kernel.body)
+    uses = _uses_of(cx.body)
     used_tensors: set[TensorParam] = set()
     read: set[Sym] = set()
     for stmt in walk_stmts(loop.body):
@@ -103,12 +103,12 @@ def _plan(cx: FunctionContext, loop: For) -> _Plan:
         read |= syms
         used_tensors |= tensors
     assigned = assigned_syms(loop.body) | {loop.var}
-    outside = _read_outside(cx.kernel.body, loop)
+    outside = _read_outside(cx.body, loop)
     liveout = sorted(assigned & outside, key=lambda s: s.id)
     # A local given its values only inside the loop (a tile's accumulators)
     # brings nothing in: capturing it passed ~100 vectors a call, which cost
     # more than a small product's work.
-    inner_only = assigned - _assigned_outside(cx.kernel.body, loop)
+    inner_only = assigned - _assigned_outside(cx.body, loop)
     syms = sorted((read - inner_only | set(liveout)) - {loop.var}, key=lambda s: s.id)
     tensors = [t for t in cx.tensors if t in used_tensors]  # parameters, then live scratch
     return _Plan(tensors, syms, liveout)
@@ -222,7 +222,7 @@ def _define_body(cx: FunctionContext, loop: For, plan: _Plan, values: list[ir.Va
     start, k0, k1, trip, ctx = fn.args[len(values):]
     for arg, label in zip(fn.args[len(values):], ("start", "k0", "k1", "trip", "ctx")):
         arg.name = label
-    wcx = FunctionContext(fn, cx.kernel)
+    wcx = FunctionContext(fn, cx.kernel, cx.body)
     wcx.in_parallel = True  # a parallel loop nested in this one forks only outside a team
     _bind_captures(cx, wcx, plan, fn.args[: len(values)])
     bld = wcx.builder

@@ -73,7 +73,7 @@ from .contract_batch import Reuse, batch_loop, batch_parallel, enough_products, 
 from .contract_match import Contraction, match_nest
 from .contract_realign import with_realigns
 from .contract_sink import SUNK_REMARK, sink, sink_reduction_loops
-from .contract_direct import (all_of, any_of, at_most, half_tile, narrower_tiles, small_product,
+from .contract_direct import (all_of, any_of, at_most, half_tile, narrower_tiles, reads_in_place,
                               unpacked)
 from .microkernel import Packed, batch_reduce_vars, tile_body
 from .nest import ScheduleError, find_loop, remark, replace_loop
@@ -328,8 +328,8 @@ def _paths(c: Contraction, t: MicroTile, sizes: tuple, k_total: ir.Expr, packed:
     direct_path = unpacked(c, direct, narrow, M, N, K, k_total, wide)
     if reuse is not None:
         direct_path = [replace(reuse.loop, body=tuple(direct_path))]
-    small = small_product(c, M, N, k_total, batch)
-    return [ir.If(small, tuple(direct_path), (*setup, *packed_path), span)]
+    in_place = reads_in_place(c, M, N, k_total, batch)
+    return [ir.If(in_place, tuple(direct_path), (*setup, *packed_path), span)]
 
 
 def _k_panels(c: Contraction, t: MicroTile, at: dict, syms: tuple, kc_max: int, m_blocks: ir.Stmt,

@@ -23,7 +23,7 @@ from .. import ir
 from ..arith import add, compare, floordiv, i64, mul, sub
 from ..rewrite import walk_stmts
 from .contract_batch import batch_loop
-from .contract_direct import all_of, small_product
+from .contract_direct import all_of, reads_in_place
 from .contract_match import Contraction, uses
 
 REALIGN_ROWS = 256
@@ -65,7 +65,7 @@ def _worth_it(kernel: ir.Kernel, c: Contraction, batch: ir.For | None) -> ir.Exp
     # The copy runs on the calling thread while the others wait: its share
     # of the time grows with the thread count.
     enough = compare(">=", rows, mul(i64(REALIGN_ROWS), ir.Threads(c.nest.span)))
-    when = all_of([small_product(c, c.m.stop, c.n.stop, k_total, batch), enough])
+    when = all_of([reads_in_place(c, c.m.stop, c.n.stop, k_total, batch), enough])
     known = set(kernel.dims) | {p.sym for p in kernel.params if isinstance(p, ir.ScalarParam)}
     return when if uses(when) <= known else None
 
