@@ -5,7 +5,9 @@ and of `dsl.ops`.
 
 Cold: a fresh cache directory, so the kernel goes through the whole pipeline
 (parse, check, lower, LLVM -O3, link). Cached (disk): a new process-level state
-finds the `.so` in the cache. Call overhead: a saxpy on 1-element arrays,
+finds the `.so` in the cache. First calls of dsl.ops: a new process and an
+empty cache, so the call compiles its kernel (a contraction's is the largest
+the library builds; `dslc --stdlib` builds matmul's ahead of time). Call overhead: a saxpy on 1-element arrays,
 median of many calls, next to a plain numpy `np.add(x, y, out=out)`. dsl.ops
 on tiny arrays (4 x 16, 16 x 16): the time of a whole call, next to numpy and
 torch (when installed) doing the same, 1 thread each.
@@ -64,6 +66,37 @@ def compile_times(folder: Path) -> tuple[list[float], list[float]]:
         again.saxpy.compile()
         cached.append(time.perf_counter() - start)
     return cold, cached
+
+
+FIRST_CALL = """
+import time
+import numpy as np
+import dsl.ops
+a = np.ones((64, 64), np.float32)
+start = time.perf_counter()
+dsl.ops.{call}
+print(time.perf_counter() - start)
+"""
+FIRST_CALLS = [("dsl.ops.contract('ij,jk->ik', a, b)", "contract('ij,jk->ik', a, a)"),
+               ("dsl.ops.matmul(a, b)", "matmul(a, a)")]
+
+
+def first_calls(folder: Path, repeats: int = 3) -> list[list[str]]:
+    """Seconds of each first call, f32 64 x 64 operands: (median, min, max)
+    over `repeats` processes, each with a cache directory of its own."""
+    import subprocess
+
+    rows = []
+    for label, call in FIRST_CALLS:
+        times = []
+        for k in range(repeats):
+            env = {**os.environ, "DSL_CACHE_DIR": str(folder / f"first{len(rows)}_{k}")}
+            out = subprocess.run([sys.executable, "-c", FIRST_CALL.format(call=call)], env=env, check=True,
+                                 capture_output=True, text=True).stdout
+            times.append(float(out.split()[-1]))
+        rows.append([f"{label}, first call (s)", f"{statistics.median(times):.2f}", f"{min(times):.2f}",
+                     f"{max(times):.2f}"])
+    return rows
 
 
 def call_overhead(folder: Path, n_calls: int = 20000) -> tuple[float, float]:
@@ -144,6 +177,7 @@ def main() -> int:
         sys.path.insert(0, str(folder))
         cold, cached = compile_times(folder)
         per_call, numpy_call = call_overhead(folder)
+        first = first_calls(folder)
     print(f"{'measure':<34} {'median':>10} {'min':>10} {'max':>10}")
     print(f"{'compile, cold (s)':<34} {statistics.median(cold):>10.4f} {min(cold):>10.4f} {max(cold):>10.4f}")
     print(f"{'compile, cached on disk (s)':<34} {statistics.median(cached):>10.4f} {min(cached):>10.4f} {max(cached):>10.4f}")
@@ -154,6 +188,10 @@ def main() -> int:
         ["compile, cached on disk (s)", f"{statistics.median(cached):.4f}", f"{min(cached):.4f}", f"{max(cached):.4f}"],
         ["call overhead, saxpy N=1 (us)", f"{per_call * 1e6:.2f}", "", ""],
         ["numpy np.add N=1, for scale (us)", f"{numpy_call * 1e6:.2f}", "", ""]])
+    print()
+    print(table(["dsl.ops, new process, empty cache", "median", "min", "max"], first))
+    rec.table("first_calls", "First calls of dsl.ops (f32 64 x 64): a new process, an empty cache",
+              ["call", "median s", "min s", "max s"], first)
     rows = ops_calls()
     header = ["call", "dslc us", "numpy us", "torch us"]
     print()

@@ -23,7 +23,7 @@ over all of them).
 from __future__ import annotations
 
 from .. import ir
-from ..arith import add, both, compare, i64, mul, sub
+from ..arith import add, compare, i64, mul, sub
 from ..machine import MicroTile
 from ..types import BOOL, I64
 from .contract_ahead import Ahead, k_loop_asking
@@ -137,11 +137,7 @@ def tile_body(c: Contraction, t: MicroTile, at: dict, kc: ir.Expr, first_panel: 
     dtype = c.dtype
     acc = [[ir.Sym(f"acc{r}_{v}", dtype, "local", lanes=t.lanes) for v in range(t.vectors)]
            for r in range(t.mr)]
-    # C's rows and vectors unmasked when the tile is whole, but in the copy of
-    # the body for any strides: there each is a gather or a scatter, and one
-    # masked form for every tile halves them.
-    full = both(ir.UnitStrides(c.nest.span),
-                both(compare("==", at["rows"], i64(t.mr)), compare("==", at["cols"], i64(t.nr))))
+    full = ir.Binary("and", compare("==", at["rows"], i64(t.mr)), compare("==", at["cols"], i64(t.nr)), BOOL)
 
     def column(v: int) -> ir.Expr:
         return ir.Ramp(add(at["n0"], i64(v * t.lanes)), 1, t.lanes)
