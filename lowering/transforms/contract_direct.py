@@ -114,8 +114,11 @@ def even_tile(t: MicroTile) -> MicroTile | None:
     16 sums loaded and stored at each tile's ends against 28 (an Intel Xeon,
     1 thread, GFLOP/s: 64^3 113 -> 142, 96^3 135 -> 156, 128^3 118 -> 129,
     48 x 1024 x 64 160 -> 169; 2 threads 64^3 139 -> 160; 112^3, whole
-    14-row tiles, 151 against 8 x 32's 135-138). Each contraction compiles
-    one more set of strips (a matmul: 6.3 -> 7.5 s). None for other tiles
+    14-row tiles, 151 against 8 x 32's 135-138; AMD EPYC, Zen 4, 1 / 2
+    threads: 64^3 90 -> 97 / 111 -> 135, 96^3 104 -> 106 / 161 -> 185, 48
+    x 1024 x 64 86 -> 112 / 142 -> 213, 160 x 64 x 160 level). Each
+    contraction compiles one more set of strips (`ij,jk->ik`: 3.9 -> 4.5 s
+    on AVX-512). None for other tiles
     (AVX2's 6 rows; NEON and f64: not measured)."""
     if t.mr <= 8 or t.lanes != 16 or t.vectors != 2:
         return None
