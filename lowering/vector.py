@@ -10,12 +10,35 @@ operands are broadcast implicitly). An
 
 from __future__ import annotations
 
+from typing import Callable
+
 from . import ir
 from .rewrite import child_exprs
 from .types import I64 as INDEX
 
 
 def lanes_of(e: ir.Expr) -> int:
+    return _lanes(e, lanes_of)
+
+
+def lanes_counter() -> Callable[[ir.Expr], int]:
+    """`lanes_of` that remembers each node's count (by identity; the node is
+    kept alive with it), for a walk that asks about every node of a tree:
+    each subtree is then counted once, not once per node above it."""
+    memo: dict[int, tuple[ir.Expr, int]] = {}
+
+    def count(e: ir.Expr) -> int:
+        hit = memo.get(id(e))
+        if hit is not None and hit[0] is e:
+            return hit[1]
+        n = _lanes(e, count)
+        memo[id(e)] = (e, n)
+        return n
+
+    return count
+
+
+def _lanes(e: ir.Expr, recurse: Callable[[ir.Expr], int]) -> int:
     match e:
         case ir.Ramp(lanes=lanes) | ir.Broadcast(lanes=lanes):
             return lanes
@@ -25,7 +48,7 @@ def lanes_of(e: ir.Expr) -> int:
             return len(mask)
         case ir.HReduce() | ir.Const() | ir.Shape() | ir.Overlaps() | ir.Threads() | ir.UnitStrides() | ir.AlignGap():
             return 1
-    return max((lanes_of(c) for c in child_exprs(e)), default=1)
+    return max((recurse(c) for c in child_exprs(e)), default=1)
 
 
 def is_vector(e: ir.Expr) -> bool:

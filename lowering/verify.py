@@ -32,7 +32,7 @@ from . import ir
 from .printer import format_node, kernel_namer
 from .rewrite import child_exprs, walk_stmts
 from .target_ops import SPECS
-from .vector import lanes_of, prefix_count
+from .vector import lanes_counter, prefix_count
 from .types import BOOL, F16, I64, ScalarType, value_type
 
 LEVELS = ("kernel", "loops")
@@ -80,6 +80,7 @@ class _Verifier:
         self.assigned = {s.sym for s in walk_stmts(kernel.body) if isinstance(s, ir.Assign)}
         self.scope: set[ir.Sym] = set()  # loop variables and free indices in scope
         self.where = kernel.span  # span of the statement being checked
+        self.lanes_of = lanes_counter()
 
     def fail(self, node, problem: str):
         try:
@@ -142,8 +143,9 @@ class _Verifier:
             case ir.Assign(sym, value):
                 self.expect(sym.role in ("local", "dim"), s, f"assigns to a {sym.role} symbol")
                 self.typed(value, sym.type, s, f"the value assigned to a {sym.type} variable")
-                self.expect(lanes_of(value) in (1, sym.lanes) and (sym.lanes > 1 or lanes_of(value) == 1), s,
-                            f"a {lanes_of(value)}-lane value assigned to a {sym.lanes}-lane variable")
+                self.expect(self.lanes_of(value) in (1, sym.lanes)
+                            and (sym.lanes > 1 or self.lanes_of(value) == 1), s,
+                            f"a {self.lanes_of(value)}-lane value assigned to a {sym.lanes}-lane variable")
             case ir.Store():
                 self.store(s)
             case ir.Check(cond, code):
@@ -207,12 +209,12 @@ class _Verifier:
         self.scope.discard(var)
 
     def scalar(self, e, owner, what: str) -> None:
-        self.expect(lanes_of(e) == 1, owner, f"{what} must be a scalar, not a {lanes_of(e)}-lane vector")
+        self.expect(self.lanes_of(e) == 1, owner, f"{what} must be a scalar, not a {self.lanes_of(e)}-lane vector")
 
     def store(self, s: ir.Store) -> None:
         self.expect(s.tensor.is_output, s, f"stores to input tensor '{s.tensor.name}'")
         parts = (*s.indices, s.value) if s.mask is None else (*s.indices, s.value, s.mask)
-        widths = {lanes_of(x) for x in parts} - {1}
+        widths = {self.lanes_of(x) for x in parts} - {1}
         self.expect(len(widths) <= 1, s, f"store operands with different lane counts {sorted(widths)}")
         if s.mask is not None:
             self.typed(s.mask, BOOL, s, "a store mask")
@@ -301,18 +303,18 @@ class _Verifier:
                     self.typed(x, want, e, f"argument {k + 1} of {name}")
             case ir.Ramp(base, _, lanes) | ir.Broadcast(base, lanes):
                 self.expr(base)
-                self.expect(lanes_of(base) == 1 and 2 <= lanes, e, "ramp/broadcast needs a scalar and >= 2 lanes")
+                self.expect(self.lanes_of(base) == 1 and 2 <= lanes, e, "ramp/broadcast needs a scalar and >= 2 lanes")
                 self.expect(not isinstance(e, ir.Ramp) or base.type == I64, e, "a ramp is i64")
             case ir.Shuffle(a, b, mask):
                 self.typed(a, t, e, "the first shuffled vector")
                 self.typed(b, t, e, "the second shuffled vector")
-                n = lanes_of(a)
-                self.expect(n >= 2 and lanes_of(b) == n and len(mask) >= 2
+                n = self.lanes_of(a)
+                self.expect(n >= 2 and self.lanes_of(b) == n and len(mask) >= 2
                             and all(0 <= m < 2 * n for m in mask), e,
                             "shuffle picks >= 2 lanes of two vectors of one lane count")
             case ir.HReduce(op, value):
                 self.typed(value, t, e, "the vector reduced")
-                self.expect(op in ("+", "*", "min", "max") and lanes_of(value) > 1, e,
+                self.expect(op in ("+", "*", "min", "max") and self.lanes_of(value) > 1, e,
                             "hreduce combines the lanes of a vector with + * min or max")
             case _:
                 self.fail(e, f"unknown expression {type(e).__name__}")
@@ -321,7 +323,7 @@ class _Verifier:
 
     def lanes(self, e) -> None:
         """Vector operands of one operation have one lane count (scalars broadcast)."""
-        widths = {lanes_of(c) for c in child_exprs(e)} - {1}
+        widths = {self.lanes_of(c) for c in child_exprs(e)} - {1}
         if isinstance(e, (ir.Ramp, ir.Broadcast, ir.HReduce, ir.Shuffle)):
             return
         self.expect(len(widths) <= 1, e, f"operands with different lane counts {sorted(widths)}")
@@ -395,7 +397,7 @@ class _Verifier:
         elif op in ("neg", "abs"):
             self.expect(t.is_float or t.is_int, e, f"'{op}' needs a number, not {t}")
         elif op == "opaque":
-            self.expect(t.is_int and lanes_of(e.operand) == 1, e, f"opaque() needs a scalar int, not {t}")
+            self.expect(t.is_int and self.lanes_of(e.operand) == 1, e, f"opaque() needs a scalar int, not {t}")
         elif op == "invert":
             self.expect(t.is_int or t.is_bool, e, f"'~' needs an int or bool, not {t}")
         else:

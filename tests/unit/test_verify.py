@@ -178,3 +178,21 @@ def test_kernel_ir_index_scopes():
 def test_unknown_level_is_a_value_error():
     with pytest.raises(ValueError):
         verify(kernel(), "llvm")
+
+
+def test_the_verifiers_remembered_lane_counts_are_lanes_of():
+    """`lanes_counter` (each subtree counted once) against `lanes_of` on every
+    expression of a scheduled contraction, whose tiles hold vectors,
+    broadcasts, masks and ramps; a node reached twice is counted once."""
+    from dsl.lowering.rewrite import stmt_exprs, walk_expr, walk_stmts
+    from dsl.lowering.vector import lanes_counter, lanes_of
+    from dsl.options import CompileOptions
+    from dsl.pipeline import compile_source
+
+    text = "def mm(A: f32[M, K], B: f32[K, N], C: f32[M, N]):\n    C[m, n] = sum(A[m, k] * B[k, n])\n"
+    kernel = compile_source(Source("mm.tk", text), CompileOptions(cpu="znver3"), stop_after="schedule").program.kernels[0]
+    count = lanes_counter()
+    nodes = [x for s in walk_stmts(kernel.body) for e in stmt_exprs(s) for x in walk_expr(e)]
+    assert {lanes_of(x) for x in nodes} >= {1, 8}
+    assert all(count(x) == lanes_of(x) for x in nodes)
+    assert all(count(x) == lanes_of(x) for x in reversed(nodes))  # from the memo this time
