@@ -99,7 +99,16 @@ _FOLDERS = {"+": add, "-": sub, "*": mul, "//": floordiv, "max": maximum, "min":
 
 
 def fold(e: ir.Expr) -> ir.Expr:
-    """Re-fold one i64 node whose operands may have become constants."""
-    if isinstance(e, ir.Binary) and e.type == _I64 and e.op in _FOLDERS:
-        return _FOLDERS[e.op](e.lhs, e.rhs)
+    """Re-fold one node whose operands may have become constants: i64
+    arithmetic, and `and`, `or` or `not` of a constant."""
+    match e:
+        case ir.Binary(op, lhs, rhs) if e.type == _I64 and op in _FOLDERS:
+            return _FOLDERS[op](lhs, rhs)
+        case ir.Binary("and" | "or" as op, lhs, rhs):
+            for known, other in ((lhs, rhs), (rhs, lhs)):
+                if isinstance(known, ir.Const):
+                    # and: True leaves the other, False decides; or: the reverse
+                    return other if bool(known.value) == (op == "and") else known
+        case ir.Unary("not", ir.Const(value)):
+            return ir.Const(not value, BOOL, e.span)
     return e

@@ -63,7 +63,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from .. import ir
-from ..arith import add, both, compare, floordiv, i64, maximum, minimum, mul, roundup, share_start, sub
+from ..arith import add, compare, floordiv, i64, maximum, minimum, mul, roundup, share_start, sub
 from ..machine import Machine, MicroTile, micro_tile, packed_tile
 from ..rewrite import walk_stmts
 from ..types import I64
@@ -73,7 +73,7 @@ from .contract_batch import Reuse, batch_loop, batch_parallel, enough_products, 
 from .contract_match import Contraction, match_nest
 from .contract_realign import with_realigns
 from .contract_sink import SUNK_REMARK, sink, sink_reduction_loops
-from .contract_direct import (all_of, any_of, at_most, half_tile, narrower_tiles, reads_in_place,
+from .contract_direct import (all_of, any_of, at_most, half_tile, in_unit_copy, narrower_tiles, reads_in_place,
                               unpacked)
 from .microkernel import Packed, batch_reduce_vars, tile_body
 from .nest import ScheduleError, find_loop, remark, replace_loop
@@ -367,16 +367,13 @@ def _packed_tiles(c: Contraction, t: MicroTile, at: dict, kc: ir.Expr, first: ir
     def variant(v: MicroTile) -> list[ir.Stmt]:
         return tile_body(c, v, at, kc, first, Packed(c, v, at, packed=t), last_panel=last)
 
-    def unit_and(cond: ir.Expr) -> ir.Expr:
-        return both(ir.UnitStrides(c.nest.span), cond)
-
     out = variant(t)
     half = half_tile(t)
     if half is not None:
-        out = [ir.If(unit_and(compare("<=", at["rows"], i64(half.mr))), tuple(variant(half)), tuple(out),
+        out = [ir.If(in_unit_copy(c, compare("<=", at["rows"], i64(half.mr))), tuple(variant(half)), tuple(out),
                      c.nest.span)]
     for v in narrower_tiles(t):
-        out = [ir.If(unit_and(compare("<=", at["cols"], i64(v.nr))), tuple(variant(v)), tuple(out), c.nest.span)]
+        out = [ir.If(in_unit_copy(c, compare("<=", at["cols"], i64(v.nr))), tuple(variant(v)), tuple(out), c.nest.span)]
     return out
 
 

@@ -84,7 +84,13 @@ def reads_in_place(c: Contraction, m: ir.Expr, n: ir.Expr, k_total: ir.Expr, bat
     1 thread of Zen 4, GFLOP/s: 64^3 16 in place, 43 packed; 200^3 17, 63),
     and that copy, with those tiles, was two thirds of a contraction's
     compile time (AVX-512, `ij,jk->ik`: 9.0 s, 3.1 without the copy)."""
-    return both(ir.UnitStrides(c.nest.span), small_product(c, m, n, k_total, batch))
+    return in_unit_copy(c, small_product(c, m, n, k_total, batch))
+
+
+def in_unit_copy(c: Contraction, cond: ir.Expr) -> ir.Expr:
+    """`cond`, and false in the copy of the body for any strides: a path
+    taken only in the unit-stride copy, whose general copy has none of it."""
+    return both(ir.UnitStrides(c.nest.span), cond)
 
 
 def half_tile(t: MicroTile) -> MicroTile | None:

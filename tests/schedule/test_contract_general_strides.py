@@ -132,3 +132,18 @@ def test_the_interpreter_takes_the_path_the_strides_choose(step):
     c = np.zeros((9, 19), np.float32)
     run_kernel(kernel, {"A": strided(a, step), "B": b, "C": c})
     np.testing.assert_allclose(c, a.astype(np.float64) @ b, rtol=1e-5, atol=1e-5)
+
+
+def test_arith_fold_decides_and_or_not_of_a_constant():
+    """The shared folder the fold uses: a constant decides `and`/`or` or
+    leaves the other operand; `not` of a constant is a constant; i64
+    arithmetic folds as before."""
+    from dsl.lowering.arith import fold
+
+    x = ir.Var(ir.Sym("x", BOOL, "local"))
+    true, false = ir.Const(True, BOOL), ir.Const(False, BOOL)
+    assert fold(ir.Binary("and", true, x, BOOL)) is x and fold(ir.Binary("and", x, false, BOOL)) is false
+    assert fold(ir.Binary("or", false, x, BOOL)) is x and fold(ir.Binary("or", x, true, BOOL)) is true
+    assert fold(ir.Unary("not", true, BOOL)) == ir.Const(False, BOOL)
+    assert fold(ir.Binary("and", x, x, BOOL)) == ir.Binary("and", x, x, BOOL)
+    assert fold(ir.Binary("+", ir.Const(2, I64), ir.Const(3, I64), I64)) == ir.Const(5, I64)
