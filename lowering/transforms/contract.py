@@ -5,8 +5,8 @@
             pack B's kc x nc block into Bp        (strips of nr columns)
             for m.block in range(0, blocks) parallel:
                 pack A's mc x kc block into Ap    (rows, or strips of mr rows)
-                for n.strip in range(0, nc, nr):
-                    for m.strip in range(0, mc, mr):
+                for n.strip in range(0, nc, nr):      (or m.strip, then n.strip:
+                    for m.strip in range(0, mc, mr):    see `rows_first`)
                         micro-kernel: C's mr x nr tile in registers
 
 `m` names the nest's outer loop; `contract()` with no loop takes every
@@ -213,12 +213,40 @@ def _blocking(c: Contraction, t: MicroTile, options: dict, machine: Machine) -> 
     # kc: 512 f32 or 256 f64 elements, the same bytes, but the machine's own
     # for a tile whose B strip streams from L2 (machine.streamed_strip_kc); wide
     # tiles (AVX-512's 6 x 64 and 14 x 32) take A blocks of fewer rows.
-    streamed = t.nr * c.dtype.bits // 8 >= 256
-    kc = options.get("kc", machine.streamed_strip_kc if streamed else 512 * 32 // c.dtype.bits)
+    kc = options.get("kc", machine.streamed_strip_kc if strip_streams(c, t) else 512 * 32 // c.dtype.bits)
     wide = t.nr * c.dtype.bits // 8 >= 128
     mc = max(t.mr, options.get("mc", 8 * t.mr if wide else 144) // t.mr * t.mr)
     nc = max(t.nr, options.get("nc", 1024) // t.nr * t.nr)
     return mc, kc, nc
+
+
+def strip_streams(c: Contraction, t: MicroTile) -> bool:
+    """Whether B's packed strips are too wide to stay in L1 (AVX-512's 6 x 64
+    f32 tile: 64 KiB and more), so that they stream from L2 through the
+    micro-kernel; narrower ones (AVX2, NEON, f64) are read again from L1."""
+    return t.nr * c.dtype.bits // 8 >= 256
+
+
+# The order of the packed path's tiles in a block. With strips of B that stay
+# in L1, the tiles go row by row (for each strip of A's rows, every strip of
+# B's columns): A's strip stays in L1 while B's panel streams past it, and
+# the next tile of C is the next line of the same rows. Column by column
+# (each strip of B against every strip of A, BLIS's order) the next tile is
+# mr rows down C, whose rows 2048 or 3584 floats long start at the same
+# offsets within a page (our reading of why large N lost most). AVX2 code
+# (cpu=znver3) on a Zen 4 core, samples paired with OpenBLAS's Haswell
+# kernels, speed against them, columns -> rows, f32 1 thread: 2048^3
+# 0.89-0.93 -> 0.97-1.03, 512 x 3584 x 3584 0.89-0.94 -> 0.94-0.98, 1000^3
+# 0.97-1.01 -> 1.00-1.01, 200^3 .. 512^3 level; 2 threads: 2048^3 0.91-0.98
+# -> 0.98-1.04, 512 x 3584 x 3584 0.89-0.93 -> 1.01-1.02; f64 1 thread:
+# 2048^3 0.89 -> 1.00, 512 x 3584 x 3584 0.91 -> 0.99; batches, 1 thread:
+# (64,128,256) @ (64,256,128) 1.25 -> 1.29, (4,512,1024) @ (4,1024,1024)
+# 0.96 -> 1.00. AVX-512's streamed strips keep BLIS's order (Zen 4, 1
+# thread, rows: 2048^3, 1000^3, 512 x 3584 x 3584 within 2%, 512^3 1.5%
+# slower).
+def rows_first(c: Contraction, t: MicroTile) -> bool:
+    """Whether the packed path's tiles go row by row (see above)."""
+    return not strip_streams(c, t)
 
 
 def _blocked(c: Contraction, t: MicroTile, blocking: tuple[int, int, int], code: int, a_stride: int | None,
@@ -272,7 +300,7 @@ def _blocked(c: Contraction, t: MicroTile, blocking: tuple[int, int, int], code:
           "rows": minimum(i64(t.mr), sub(ir.Var(mcur), ir.Var(strip))),
           "cols": minimum(i64(t.nr), sub(ir.Var(nc), ir.Var(js))),
           "a0": mul(add(ir.Var(ic), ir.Var(strip)), i64(a_stride) if a_stride else ir.Var(kc)),
-          "a_row_stride": a_stride, "b0": mul(ir.Var(js), ir.Var(kc)),
+          "a_row_stride": a_stride, "b0": mul(ir.Var(js), ir.Var(kc)), "rows_first": rows_first(c, t),
           "br": batch_reduce_vars(c)}
     if batch is not None:  # within a run, the next product is the run's own
         at["ahead"] = Ahead(c, t, at, reuse.loop if reuse else batch, ir.Var(strips), ir.Var(strip))
@@ -280,8 +308,12 @@ def _blocked(c: Contraction, t: MicroTile, blocking: tuple[int, int, int], code:
     last = [compare(">=", add(ir.Var(pc_loop_var), ir.Var(kc)), ir.Var(K)),
             *(compare(">=", at["br"][r.var], sub(r.stop, i64(1))) for r in c.br)]
     tile = _packed_tiles(c, t, at, ir.Var(kc), all_of(first), all_of(last))
-    m_strips = ir.For(strip, i64(0), ir.Var(mcur), t.mr, tuple(tile), f"{c.m.name}.strip", span=span)
-    n_strips = ir.For(js, i64(0), ir.Var(nc), t.nr, (m_strips,), f"{c.n.name}.strip", span=span)
+    if rows_first(c, t):
+        n_strips = ir.For(js, i64(0), ir.Var(nc), t.nr, tuple(tile), f"{c.n.name}.strip", span=span)
+        strips_nest = ir.For(strip, i64(0), ir.Var(mcur), t.mr, (n_strips,), f"{c.m.name}.strip", span=span)
+    else:
+        m_strips = ir.For(strip, i64(0), ir.Var(mcur), t.mr, tuple(tile), f"{c.m.name}.strip", span=span)
+        strips_nest = ir.For(js, i64(0), ir.Var(nc), t.nr, (m_strips,), f"{c.n.name}.strip", span=span)
     def first_row(b: ir.Expr) -> ir.Expr:  # of block b: the blocks share the strips out evenly
         return mul(share_start(b, ir.Var(strips), ir.Var(blocks)), i64(t.mr))
 
@@ -293,7 +325,7 @@ def _blocked(c: Contraction, t: MicroTile, blocking: tuple[int, int, int], code:
         pack = [ir.If(any_of(repack), tuple(pack), (), span)]
     block_body = [ir.Assign(ic, first_row(ir.Var(block)), span),
                   ir.Assign(mcur, sub(minimum(first_row(add(ir.Var(block), i64(1))), ir.Var(M)), ir.Var(ic)), span),
-                  *pack, n_strips]
+                  *pack, strips_nest]
     m_blocks = ir.For(block, i64(0), ir.Var(blocks), 1, tuple(block_body), f"{c.m.name}.block", "parallel", span,
                       when=compare(">", ir.Var(threads), i64(1)))
     pack_b_when = any_of([*repack, compare(">", ir.Var(N), i64(nc_max))]) if reuse and reuse.b else None

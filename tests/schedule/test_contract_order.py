@@ -6,7 +6,8 @@ K panel, the M blocks and C's column parts alike. Under
 `@options(contract=False)` every multiply and add rounds on its own, so the
 result is defined bit for bit: numpy's float32 loop over k below. (A change
 that summed each K panel apart and then added it to C passed every test that
-compares within a tolerance.)
+compares within a tolerance.) On this machine's tiles and on znver3's, which
+go row by row where AVX-512's f32 tiles go column by column.
 """
 
 import numpy as np
@@ -14,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tk_library import load_library
+from tk_library import call_on_threads, load_library, runs_avx2
 
 KERNELS = """
 @options(contract=False)
@@ -29,6 +30,10 @@ def mm_exact_blocks(A: f32[M, K], B: f32[K, N], C: f32[M, N]):
 @options(contract=False)
 def bmm_exact(A: f32[Bt, M, K], B: f32[Bt, K, N], C: f32[Bt, M, N]):
     C[b, m, n] = sum(A[b, m, k] * B[b, k, n])
+
+@options(contract=False)
+def bmm_shared_a_exact(A: f32[M, K], B: f32[Bt, K, N], C: f32[Bt, M, N]):
+    C[b, m, n] = sum(A[m, k] * B[b, k, n])
 """
 
 # (M, K, N) under the automatic schedule: K of three panels (kc = 512) on the
@@ -37,9 +42,15 @@ def bmm_exact(A: f32[Bt, M, K], B: f32[Bt, K, N], C: f32[Bt, M, N]):
 SIZES = [(300, 1100, 80), (40, 1100, 300), (200, 600, 1100), (7, 13, 9), (33, 512, 70), (5, 1, 700)]
 
 
-@pytest.fixture(scope="module")
-def lib():
-    return load_library(KERNELS)
+@pytest.fixture(scope="module", params=["host", "znver3"])
+def lib(request):
+    """The kernels for this machine, and for znver3, whose AVX2 tiles go row
+    by row (`contract.rows_first`; AVX-512's f32 tiles go column by column)."""
+    if request.param == "host":
+        return load_library(KERNELS)
+    if not runs_avx2():
+        pytest.skip("this machine does not run code built for znver3")
+    return load_library(KERNELS, cpu="znver3")
 
 
 def in_order(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -62,11 +73,7 @@ def test_automatic_schedule_sums_in_order(lib, size, threads):
     m, k, n = size
     a, b = operands((m, k), (k, n), m + k + n)
     c = np.full((m, n), np.nan, np.float32)
-    lib.set_num_threads(threads)
-    try:
-        lib.mm_exact(a, b, c)
-    finally:
-        lib.set_num_threads(0)
+    call_on_threads(lib, threads, "mm_exact", a, b, c)
     np.testing.assert_array_equal(c, in_order(a, b))
 
 
@@ -74,6 +81,16 @@ def test_batch_sums_in_order(lib):
     a, b = operands((3, 20, 700), (3, 700, 90), 1)
     c = np.full((3, 20, 90), np.nan, np.float32)
     lib.bmm_exact(a, b, c)
+    np.testing.assert_array_equal(c, in_order(a, b))
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("batch", [1, 5])
+def test_batch_with_a_shared_operand_sums_in_order(lib, batch, threads):
+    """A packed once per thread's run of products (`contract_batch`)."""
+    a, b = operands((70, 600), (batch, 600, 90), batch)
+    c = np.full((batch, 70, 90), np.nan, np.float32)
+    call_on_threads(lib, threads, "bmm_shared_a_exact", a, b, c)
     np.testing.assert_array_equal(c, in_order(a, b))
 
 
