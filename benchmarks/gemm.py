@@ -2,12 +2,14 @@
 and 2 threads, in one process, the samples alternating (each sample on 2
 threads after a short idle time: see common.SETTLE). Prints GFLOP/s and the ratio.
 
-    python benchmarks/gemm.py [--quick] [--cpu CPU]
+    python benchmarks/gemm.py [--quick] [--cpu CPU] [--zen3]
 
 `--cpu znver3` compiles the kernel for another x86 CPU than this one: on a
 newer machine, the code the issue's Zen 3 would run (AVX2, FMA). Run it as
 `OPENBLAS_CORETYPE=Zen python benchmarks/gemm.py --cpu znver3` so that
 OpenBLAS runs its AVX2 kernels too (the header names the core it runs).
+`--zen3` adds that run's table to this one's (a second process, as `make
+bench` does): on a machine with AVX-512, the closest it comes to Zen 3.
 
 Needs threadpoolctl (the `bench` extra) to set OpenBLAS's thread count.
 """
@@ -15,7 +17,12 @@ Needs threadpoolctl (the `bench` extra) to set OpenBLAS's thread count.
 from __future__ import annotations
 
 import argparse
+import json
+import os
+import subprocess
 import sys
+import tempfile
+from pathlib import Path
 
 import numpy as np
 from threadpoolctl import threadpool_info, threadpool_limits
@@ -62,6 +69,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="a few sizes, fewer repeats")
     parser.add_argument("--cpu", help="compile for this LLVM CPU (default: this machine's), e.g. znver3")
+    parser.add_argument("--zen3", action="store_true",
+                        help="also run, in a second process, the kernel compiled for znver3 against OpenBLAS's "
+                             "AVX2 kernels (OPENBLAS_CORETYPE=Zen), and record that table too")
     results.add_json_option(parser)
     args = parser.parse_args()
     rec = results.start(args, repeats=3 if args.quick else 5, threads=[1, 2], quick=args.quick, cpu=args.cpu,
@@ -73,7 +83,28 @@ def main() -> int:
     header = ["M x K x N", "threads", "dslc GFLOP/s", "numpy GFLOP/s", "dslc/numpy", "rel err"]
     print(table(header, rows))
     rec.table("gemm", "GEMM f32, C = A @ B (benchmarks/gemm.tk against numpy)", header, rows)
+    if args.zen3:
+        rows, core = as_zen3(args.quick)
+        print(f"\nThe same, as Zen 3 runs it: dslc compiled for znver3, OpenBLAS core {core}")
+        print(table(header, rows))
+        rec.table("gemm_zen3", "GEMM f32 as Zen 3 runs it: AVX2 code (cpu=znver3) against OpenBLAS's "
+                  "AVX2 kernels (OPENBLAS_CORETYPE=Zen)", header, rows,
+                  note=f"A second process on this machine; OpenBLAS ran its {core} kernels there.")
     return 0
+
+
+def as_zen3(quick: bool) -> tuple[list[list[str]], str]:
+    """The table of `gemm.py --cpu znver3` run under OPENBLAS_CORETYPE=Zen
+    (OpenBLAS picks its core when loaded, so in a process of its own), and
+    the core OpenBLAS ran there."""
+    with tempfile.TemporaryDirectory(prefix="dslc-bench-") as folder:
+        out = Path(folder) / "zen3.json"
+        argv = [sys.executable, __file__, "--cpu", "znver3", "--json", str(out), *(["--quick"] if quick else [])]
+        subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, env=dict(os.environ, OPENBLAS_CORETYPE="Zen"))
+        data = json.loads(out.read_text())
+    recorded = next(t for t in data["tables"] if t["key"] == "gemm")
+    rows = [[row[c] for c in recorded["columns"]] for row in recorded["rows"]]
+    return rows, data["settings"]["openblas_core"]
 
 
 if __name__ == "__main__":

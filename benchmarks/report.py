@@ -42,7 +42,7 @@ ROOT = HERE.parent
 # with a warm compile cache, under a load average of 5 (quick: about 5 minutes there, cold cache).
 SCRIPTS = [
     ("overhead.py", [], []),
-    ("gemm.py", [], ["--quick"]),
+    ("gemm.py", ["--zen3"], ["--quick"]),
     ("dense.py", [], ["--quick"]),
     ("seed_bmm.py", [], ["--quick"]),
     ("conv.py", [], ["--quick"]),
