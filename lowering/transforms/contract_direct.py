@@ -230,11 +230,24 @@ def _direct_strips(c: Contraction, t: MicroTile, M: ir.Expr, N: ir.Expr, K: ir.E
           "rows": minimum(i64(t.mr), sub(M, ir.Var(strip))), "cols": minimum(i64(t.nr), sub(N, ir.Var(js))),
           "one_copy": one_copy}
 
-    def variant(v: MicroTile, edge: bool = True, **limits) -> list[ir.Stmt]:
+    def variant(v: MicroTile, edge: bool = True, mask_columns: bool | None = None, **limits) -> list[ir.Stmt]:
         v_at = {**at, **limits, "br": batch_reduce_vars(c), "br_loops": True}
-        return tile_body(c, v, v_at, K, ir.Const(True, BOOL), Direct(c, v, v_at, edge=edge))
+        return tile_body(c, v, v_at, K, ir.Const(True, BOOL), Direct(c, v, v_at, edge, mask_columns))
 
     whole, edge = variant(t, edge=False), variant(t)
+    if t.lanes * c.dtype.bits < 512 and t.vectors >= 2:
+        # A last strip of rows over whole columns reads B unmasked where
+        # vectors have no mask registers (AVX2's 6 x 16): the tile's sums and operands
+        # fill the 16 registers, and LLVM spilled the two masks of B's columns
+        # and rebuilt each from its spill with six instructions a k step, so
+        # the tile over 64^3's last 4 rows ran at half the others' speed.
+        # znver3 code on a Zen 4 core against OpenBLAS's AVX2 kernels, 1 / 2
+        # threads: 64^3 1.16 -> 1.22 / 1.56 -> 1.63, 40^3 1.38 -> 1.44 / 1.35
+        # -> 1.44, 160 x 64 x 160 1.07 -> 1.08, 77^3 and 100^3 level. The
+        # copy costs a contraction's compile 0.3-0.7 s (of 2.5-3.5). (Tiles of
+        # one vector, 14 x 8, would spill the addresses of their rows.)
+        last_rows = variant(t, mask_columns=False)
+        edge = [ir.If(compare("==", at["cols"], i64(t.nr)), tuple(last_rows), tuple(edge), span)]
     full = ir.Binary("and", compare("==", at["rows"], i64(t.mr)), compare("==", at["cols"], i64(t.nr)), BOOL)
     # The edge tiles take a smaller variant when it covers what is left, as
     # the packed path's do (contract._packed_tiles): fewer rows

@@ -88,27 +88,29 @@ OWN_ADDRESSES_ROWS_WIDE = 14  # ... in tiles of two or more vectors a row
 class Direct:
     """Operands read where they are (small products, where packing does not
     pay). On a tile over C's edge, A's rows past M repeat row M - 1 (their
-    results are never stored) and B's columns past N are masked off."""
+    results are never stored) and B's columns past N are masked off, unless
+    `mask_columns` is false (a tile over the last rows only)."""
 
-    def __init__(self, c: Contraction, t: MicroTile, at: dict, edge: bool):
+    def __init__(self, c: Contraction, t: MicroTile, at: dict, edge: bool, mask_columns: bool | None = None):
         self.c, self.t, self.at, self.edge = c, t, at, edge
-        self.rows = None  # the whole tile's rows of A, as locals (see OWN_ADDRESSES_ROWS)
-        if not edge and t.mr <= (OWN_ADDRESSES_ROWS_WIDE if t.vectors >= 2 else OWN_ADDRESSES_ROWS):
+        self.mask_columns = edge if mask_columns is None else mask_columns
+        self.rows = None  # the tile's rows of A, as locals (see OWN_ADDRESSES_ROWS)
+        own = not edge or not self.mask_columns  # a whole tile, or one over the last rows only
+        if own and t.mr <= (OWN_ADDRESSES_ROWS_WIDE if t.vectors >= 2 else OWN_ADDRESSES_ROWS):
             self.rows = [ir.Sym(f"row{r}", I64, "local") for r in range(t.mr)]
 
     def setup(self) -> list[ir.Stmt]:
         """Statements before the k loop: the rows' indices, each opaque."""
         if self.rows is None:
             return []
-        return [ir.Assign(s, ir.Unary("opaque", add(self.at["m0"], i64(r)), I64)) for r, s in enumerate(self.rows)]
+        return [ir.Assign(s, ir.Unary("opaque", self._row(r), I64)) for r, s in enumerate(self.rows)]
+
+    def _row(self, r: int) -> ir.Expr:
+        m = add(self.at["m0"], i64(r))
+        return ir.Binary("min", m, sub(self.at["M"], i64(1)), I64) if self.edge else m
 
     def a(self, p: ir.Expr, r: int) -> ir.Expr:
-        if self.rows is not None:
-            m: ir.Expr = ir.Var(self.rows[r])
-        else:
-            m = add(self.at["m0"], i64(r))
-            if self.edge:
-                m = ir.Binary("min", m, sub(self.at["M"], i64(1)), I64)
+        m = ir.Var(self.rows[r]) if self.rows is not None else self._row(r)
         where = {**self.at.get("br", {}), self.c.m.var: m, self.c.k.var: p}
         return ir.Load(self.c.a.tensor, tuple(substitute_expr(x, where) for x in self.c.a.indices),
                        self.c.dtype, self.c.a.span, safe=True)
@@ -116,7 +118,7 @@ class Direct:
     def b(self, p: ir.Expr, v: int) -> ir.Expr:
         column = ir.Ramp(add(self.at["n0"], i64(v * self.t.lanes)), 1, self.t.lanes)
         where = {**self.at.get("br", {}), self.c.k.var: p, self.c.n.var: column}
-        mask = ir.Binary("<", column, self.at["N"], BOOL) if self.edge else None
+        mask = ir.Binary("<", column, self.at["N"], BOOL) if self.mask_columns else None
         return ir.Load(self.c.b.tensor, tuple(substitute_expr(x, where) for x in self.c.b.indices),
                        self.c.dtype, self.c.b.span, safe=True, mask=mask)
 

@@ -39,7 +39,8 @@ def bmm_shared_a_exact(A: f32[M, K], B: f32[Bt, K, N], C: f32[Bt, M, N]):
 # (M, K, N) under the automatic schedule: K of three panels (kc = 512) on the
 # packed path in M blocks, short (column parts) and wide; a small product read
 # in place; a K of one panel and one element.
-SIZES = [(300, 1100, 80), (40, 1100, 300), (200, 600, 1100), (7, 13, 9), (33, 512, 70), (5, 1, 700)]
+SIZES = [(300, 1100, 80), (40, 1100, 300), (200, 600, 1100), (7, 13, 9), (33, 512, 70), (5, 1, 700),
+         (64, 64, 64), (17, 9, 48)]  # the last two: a last strip of rows over whole columns (AVX2: B unmasked)
 
 
 @pytest.fixture(scope="module", params=["host", "znver3"])

@@ -5,7 +5,8 @@ L1 (AVX2, NEON, f64), column by column where they stream from L2 (AVX-512's
 The order is checked in the loop IR; the row-by-row tiles run built for
 znver3 (AVX2 code, which this x86-64 machine runs when it has AVX2):
 test_contract_order.py checks their sums bit for bit, here f64, a fused
-epilogue and a sum added to C against numpy.
+epilogue and a sum added to C against numpy. Also AVX2's unpacked tile over
+the last rows of whole columns, which reads B unmasked.
 """
 
 import numpy as np
@@ -14,7 +15,7 @@ import pytest
 from tk_library import call_on_threads, compile_to, load_library, runs_avx2
 
 from dsl.lowering import ir
-from dsl.lowering.rewrite import walk_stmts
+from dsl.lowering.rewrite import stmt_exprs, walk_expr, walk_stmts
 
 KERNELS = """
 def mm(A: f32[M, K], B: f32[K, N], C: f32[M, N]):
@@ -97,3 +98,23 @@ def test_rows_first_epilogue_and_accumulation(avx2, size):
     call_on_threads(avx2, 2, "brgemm_acc", ar, br, c)
     want = start + np.einsum("rmk,rkn->mn", ar.astype(np.float64), br)
     np.testing.assert_allclose(c, want, rtol=1e-5, atol=1e-5 * max(1, 3 * k) ** 0.5)
+
+
+
+def _b_loads(stmts) -> list[ir.Load]:
+    return [e for s in walk_stmts(stmts) for x in stmt_exprs(s) for e in walk_expr(x)
+            if isinstance(e, ir.Load) and e.tensor.name == "B"]
+
+
+@pytest.mark.parametrize("cpu, found", [("znver3", True), ("skylake-avx512", False)])
+def test_last_rows_over_whole_columns_read_b_unmasked_without_mask_registers(cpu, found):
+    """The unpacked 6 x 16 tile over the last rows of whole columns (AVX2):
+    the `If` on the tile's columns takes a copy whose loads of B have no mask
+    (contract_direct._direct_strips); AVX-512's masks cost nothing."""
+    program = compile_to(KERNELS, "schedule", cpu=cpu, kernels=frozenset({"mm"})).program
+    body = next(k for k in program.kernels if k.name == "mm").body
+    unmasked_copies = [s for s in walk_stmts(body) if isinstance(s, ir.If)
+                       and isinstance(s.cond, ir.Binary) and s.cond.op == "=="
+                       and _b_loads(s.then) and all(x.mask is None for x in _b_loads(s.then))
+                       and any(x.mask is not None for x in _b_loads(s.orelse))]
+    assert bool(unmasked_copies) == found
