@@ -230,11 +230,19 @@ def _direct_strips(c: Contraction, t: MicroTile, M: ir.Expr, N: ir.Expr, K: ir.E
           "rows": minimum(i64(t.mr), sub(M, ir.Var(strip))), "cols": minimum(i64(t.nr), sub(N, ir.Var(js))),
           "one_copy": one_copy}
 
-    def variant(v: MicroTile, edge: bool = True, mask_columns: bool | None = None, **limits) -> list[ir.Stmt]:
+    def variant(v: MicroTile, edge: bool = True, whole_vectors: int = 0, **limits) -> list[ir.Stmt]:
         v_at = {**at, **limits, "br": batch_reduce_vars(c), "br_loops": True}
-        return tile_body(c, v, v_at, K, ir.Const(True, BOOL), Direct(c, v, v_at, edge, mask_columns))
+        return tile_body(c, v, v_at, K, ir.Const(True, BOOL), Direct(c, v, v_at, edge, whole_vectors))
 
-    whole, edge = variant(t, edge=False), variant(t)
+    narrower = [] if columns_divide else narrower_tiles(t, c.dtype.bits)
+    # Past the narrower variants' tests (below), a tile of t's width has more
+    # columns than the widest of them: only its last vector may reach past N,
+    # and only it is masked. On AVX2 each mask costs (see the last rows' copy):
+    # znver3 code on a Zen 4 core against OpenBLAS's AVX2 kernels, 1 thread,
+    # every vector masked -> the last: 77^3 1.06 -> 1.13, 61^3 1.10 -> 1.15,
+    # 93^3 1.04 -> 1.09; AVX-512 level.
+    within = t.vectors if columns_divide else (narrower[0].nr // t.lanes if narrower else 0)
+    whole, edge = variant(t, edge=False), variant(t, whole_vectors=within)
     if t.lanes * c.dtype.bits < 512 and t.vectors >= 2:
         # A last strip of rows over whole columns reads B unmasked where
         # vectors have no mask registers (AVX2's 6 x 16): the tile's sums and operands
@@ -246,7 +254,7 @@ def _direct_strips(c: Contraction, t: MicroTile, M: ir.Expr, N: ir.Expr, K: ir.E
         # -> 1.44, 160 x 64 x 160 1.07 -> 1.08, 77^3 and 100^3 level. The
         # copy costs a contraction's compile 0.3-0.7 s (of 2.5-3.5). (Tiles of
         # one vector, 14 x 8, would spill the addresses of their rows.)
-        last_rows = variant(t, mask_columns=False)
+        last_rows = variant(t, whole_vectors=t.vectors)
         edge = [ir.If(compare("==", at["cols"], i64(t.nr)), tuple(last_rows), tuple(edge), span)]
     full = ir.Binary("and", compare("==", at["rows"], i64(t.mr)), compare("==", at["cols"], i64(t.nr)), BOOL)
     # The edge tiles take a smaller variant when it covers what is left, as
@@ -254,9 +262,9 @@ def _direct_strips(c: Contraction, t: MicroTile, M: ir.Expr, N: ir.Expr, K: ir.E
     # (`short_tiles`), or fewer vectors of columns (77 columns in 14 x 32
     # tiles: 32 + 32 + 16).
     for v in reversed(short_tiles(t)):
-        short = variant(v, rows=minimum(i64(v.mr), sub(M, ir.Var(strip))))
+        short = variant(v, whole_vectors=within, rows=minimum(i64(v.mr), sub(M, ir.Var(strip))))
         edge = [ir.If(compare("<=", sub(M, ir.Var(strip)), i64(v.mr)), tuple(short), tuple(edge), span)]
-    for v in [] if columns_divide else narrower_tiles(t, c.dtype.bits):
+    for v in narrower:
         slim = variant(v, cols=minimum(i64(v.nr), sub(N, ir.Var(js))))
         edge = [ir.If(compare("<=", sub(N, ir.Var(js)), i64(v.nr)), tuple(slim), tuple(edge), span)]
     n_strips = ir.For(js, i64(0), N, t.nr, (ir.If(full, tuple(whole), tuple(edge), span),), f"{c.n.name}.strip",

@@ -88,15 +88,16 @@ OWN_ADDRESSES_ROWS_WIDE = 14  # ... in tiles of two or more vectors a row
 class Direct:
     """Operands read where they are (small products, where packing does not
     pay). On a tile over C's edge, A's rows past M repeat row M - 1 (their
-    results are never stored) and B's columns past N are masked off, unless
-    `mask_columns` is false (a tile over the last rows only)."""
+    results are never stored) and B's columns past N are masked off, but for
+    the first `whole_vectors` vectors of them, which the caller knows lie
+    within N (all of them: a tile over the last rows only)."""
 
-    def __init__(self, c: Contraction, t: MicroTile, at: dict, edge: bool, mask_columns: bool | None = None):
+    def __init__(self, c: Contraction, t: MicroTile, at: dict, edge: bool, whole_vectors: int = 0):
         self.c, self.t, self.at, self.edge = c, t, at, edge
-        self.mask_columns = edge if mask_columns is None else mask_columns
+        self.whole_vectors = t.vectors if not edge else whole_vectors
         self.rows = None  # the tile's rows of A, as locals (see OWN_ADDRESSES_ROWS)
-        own = not edge or not self.mask_columns  # a whole tile, or one over the last rows only
-        if own and t.mr <= (OWN_ADDRESSES_ROWS_WIDE if t.vectors >= 2 else OWN_ADDRESSES_ROWS):
+        if self.whole_vectors == t.vectors and t.mr <= (OWN_ADDRESSES_ROWS_WIDE if t.vectors >= 2
+                                                         else OWN_ADDRESSES_ROWS):
             self.rows = [ir.Sym(f"row{r}", I64, "local") for r in range(t.mr)]
 
     def setup(self) -> list[ir.Stmt]:
@@ -118,7 +119,7 @@ class Direct:
     def b(self, p: ir.Expr, v: int) -> ir.Expr:
         column = ir.Ramp(add(self.at["n0"], i64(v * self.t.lanes)), 1, self.t.lanes)
         where = {**self.at.get("br", {}), self.c.k.var: p, self.c.n.var: column}
-        mask = ir.Binary("<", column, self.at["N"], BOOL) if self.mask_columns else None
+        mask = ir.Binary("<", column, self.at["N"], BOOL) if v >= self.whole_vectors else None
         return ir.Load(self.c.b.tensor, tuple(substitute_expr(x, where) for x in self.c.b.indices),
                        self.c.dtype, self.c.b.span, safe=True, mask=mask)
 

@@ -40,7 +40,8 @@ def bmm_shared_a_exact(A: f32[M, K], B: f32[Bt, K, N], C: f32[Bt, M, N]):
 # packed path in M blocks, short (column parts) and wide; a small product read
 # in place; a K of one panel and one element.
 SIZES = [(300, 1100, 80), (40, 1100, 300), (200, 600, 1100), (7, 13, 9), (33, 512, 70), (5, 1, 700),
-         (64, 64, 64), (17, 9, 48)]  # the last two: a last strip of rows over whole columns (AVX2: B unmasked)
+         (64, 64, 64), (17, 9, 48),  # a last strip of rows over whole columns (AVX2: B unmasked)
+         (61, 61, 61), (30, 20, 77)]  # last columns past the narrower tile's: only the last vector masked
 
 
 @pytest.fixture(scope="module", params=["host", "znver3"])
