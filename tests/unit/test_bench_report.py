@@ -161,3 +161,11 @@ def test_runner_records_logs_and_shows_the_case_on_the_bar(tmp_path, monkeypatch
     assert recorded["tables"][0]["rows"][1] == {"case": "large", "value": "2.0"}
     (tmp_path / "broken.py").write_text("raise SystemExit(3)\n")
     assert "exit status 3" in report.run_script("broken.py", [], tmp_path / "out", bar, folder=tmp_path)
+
+
+def test_readme_summary_points_to_the_zen3_table_when_recorded(found):
+    assert "as Zen 3 runs it" not in summary(found)
+    gemm = found["gemm.py"]
+    zen3 = {**gemm["tables"][0], "key": "gemm_zen3", "title": "GEMM f32 as Zen 3 runs it"}
+    with_zen3 = {**found, "gemm.py": {**gemm, "tables": [*gemm["tables"], zen3]}}
+    assert "BENCHMARKS.md also has the table as Zen 3 runs it" in summary(with_zen3)
