@@ -51,9 +51,10 @@ class FunctionContext:
 
     in_parallel = False
 
-    def __init__(self, func: ir.Function, kernel: Kernel, body: tuple | None = None):
+    def __init__(self, func: ir.Function, kernel: Kernel, body: tuple | None = None, sign_masks: bool = False):
         self.func = func
         self.kernel = kernel
+        self.sign_masks = sign_masks  # masked loads as x86 AVX's, by lane signs (vector_memory.py)
         self.body = kernel.body if body is None else body  # the kernel's, as this copy emits it
         self.module: ir.Module = func.module
         entry = func.append_basic_block("entry")

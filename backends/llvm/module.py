@@ -33,9 +33,11 @@ def build_module(kernels: list[Kernel], target: Target, metadata: str, *,
     module = ir.Module(name=module_name)
     module.triple = target.triple
     module.data_layout = str(target_machine(target, 2).target_data)
+    # AVX without AVX-512's mask registers: masked loads by lane signs (vector_memory.py)
+    sign_masks = target.arch == "x86_64" and target.vector_bits == 256
     for kernel in kernels:
         func = declare_kernel(module, kernel)
-        _define_versions(module, func, kernel)
+        _define_versions(module, func, kernel, sign_masks)
         define_packed(module, kernel, func)
         if any(t.quant is not None for t in kernel.tensors):
             continue  # numpy's shape of block bytes is not the kernel's: the packed door only
@@ -69,24 +71,26 @@ def _keep_copy_loops(module: ir.Module) -> None:
         fn.attributes = attrs
 
 
-def _define_versions(module: ir.Module, func: ir.Function, kernel: Kernel) -> None:
+def _define_versions(module: ir.Module, func: ir.Function, kernel: Kernel, sign_masks: bool) -> None:
     """The body once for contiguous innermost axes and once in general (versions.py)."""
     args = c_args(kernel)
     inner = [k for k, a in enumerate(args) if a.kind == "stride" and a.axis == a.param.rank - 1]
     if not inner:  # no strides at all: every one there is (none) is 1
-        _define_body(func, kernel, unit_inner=False, unit_strides=True)
+        _define_body(func, kernel, (False, True), sign_masks)
         return
     unit = internal_copy(module, func, "__unit")
     general = internal_copy(module, func, "__any")
-    _define_body(unit, kernel, unit_inner=True, unit_strides=True)
-    _define_body(general, kernel, unit_inner=False, unit_strides=False)
+    _define_body(unit, kernel, (True, True), sign_masks)
+    _define_body(general, kernel, (False, False), sign_masks)
     define_dispatch(func, kernel, unit, general, inner)
 
 
-def _define_body(func: ir.Function, kernel: Kernel, unit_inner: bool, unit_strides: bool) -> None:
-    """`func`'s body: with `unit_inner`, innermost strides the constant 1;
-    `unit_strides` is the value of the kernel's `UnitStrides()` in it."""
-    cx = FunctionContext(func, kernel, fold_unit_strides(kernel.body, unit_strides))
+def _define_body(func: ir.Function, kernel: Kernel, unit: tuple[bool, bool], sign_masks: bool) -> None:
+    """`func`'s body. `unit`: (unit_inner, unit_strides); with unit_inner,
+    innermost strides the constant 1; unit_strides is the value of the
+    kernel's `UnitStrides()` in it. `sign_masks`: see FunctionContext."""
+    unit_inner, unit_strides = unit
+    cx = FunctionContext(func, kernel, fold_unit_strides(kernel.body, unit_strides), sign_masks)
     bind_arguments(cx)
     if unit_inner:
         for t in cx.tensors.values():

@@ -222,7 +222,7 @@ def _define_body(cx: FunctionContext, loop: For, plan: _Plan, values: list[ir.Va
     start, k0, k1, trip, ctx = fn.args[len(values):]
     for arg, label in zip(fn.args[len(values):], ("start", "k0", "k1", "trip", "ctx")):
         arg.name = label
-    wcx = FunctionContext(fn, cx.kernel, cx.body)
+    wcx = FunctionContext(fn, cx.kernel, cx.body, cx.sign_masks)
     wcx.in_parallel = True  # a parallel loop nested in this one forks only outside a team
     _bind_captures(cx, wcx, plan, fn.args[: len(values)])
     bld = wcx.builder
