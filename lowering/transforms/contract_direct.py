@@ -237,25 +237,12 @@ def _direct_strips(c: Contraction, t: MicroTile, M: ir.Expr, N: ir.Expr, K: ir.E
     narrower = [] if columns_divide else narrower_tiles(t, c.dtype.bits)
     # Past the narrower variants' tests (below), a tile of t's width has more
     # columns than the widest of them: only its last vector may reach past N,
-    # and only it is masked. On AVX2 each mask costs (see the last rows' copy):
-    # znver3 code on a Zen 4 core against OpenBLAS's AVX2 kernels, 1 thread,
-    # every vector masked -> the last: 77^3 1.06 -> 1.13, 61^3 1.10 -> 1.15,
-    # 93^3 1.04 -> 1.09; AVX-512 level.
+    # and only it is masked. znver3 code on a Zen 4 core against OpenBLAS's
+    # AVX2 kernels, 1 thread, every vector masked -> the last (before masked
+    # loads went by lane signs there, which made each mask cheaper): 77^3
+    # 1.06 -> 1.13, 61^3 1.10 -> 1.15, 93^3 1.04 -> 1.09; AVX-512 level.
     within = t.vectors if columns_divide else (narrower[0].nr // t.lanes if narrower else 0)
     whole, edge = variant(t, edge=False), variant(t, whole_vectors=within)
-    if t.lanes * c.dtype.bits < 512 and t.vectors >= 2:
-        # A last strip of rows over whole columns reads B unmasked where
-        # vectors have no mask registers (AVX2's 6 x 16): the tile's sums and operands
-        # fill the 16 registers, and LLVM spilled the two masks of B's columns
-        # and rebuilt each from its spill with six instructions a k step, so
-        # the tile over 64^3's last 4 rows ran at half the others' speed.
-        # znver3 code on a Zen 4 core against OpenBLAS's AVX2 kernels, 1 / 2
-        # threads: 64^3 1.16 -> 1.22 / 1.56 -> 1.63, 40^3 1.38 -> 1.44 / 1.35
-        # -> 1.44, 160 x 64 x 160 1.07 -> 1.08, 77^3 and 100^3 level. The
-        # copy costs a contraction's compile 0.3-0.7 s (of 2.5-3.5). (Tiles of
-        # one vector, 14 x 8, would spill the addresses of their rows.)
-        last_rows = variant(t, whole_vectors=t.vectors)
-        edge = [ir.If(compare("==", at["cols"], i64(t.nr)), tuple(last_rows), tuple(edge), span)]
     full = ir.Binary("and", compare("==", at["rows"], i64(t.mr)), compare("==", at["cols"], i64(t.nr)), BOOL)
     # The edge tiles take a smaller variant when it covers what is left, as
     # the packed path's do (contract._packed_tiles): fewer rows

@@ -90,7 +90,7 @@ class Direct:
     pay). On a tile over C's edge, A's rows past M repeat row M - 1 (their
     results are never stored) and B's columns past N are masked off, but for
     the first `whole_vectors` vectors of them, which the caller knows lie
-    within N (all of them: a tile over the last rows only)."""
+    within N (all of them where the tile's width divides N)."""
 
     def __init__(self, c: Contraction, t: MicroTile, at: dict, edge: bool, whole_vectors: int = 0):
         self.c, self.t, self.at, self.edge = c, t, at, edge

@@ -5,8 +5,8 @@ L1 (AVX2, NEON, f64), column by column where they stream from L2 (AVX-512's
 The order is checked in the loop IR; the row-by-row tiles run built for
 znver3 (AVX2 code, which this x86-64 machine runs when it has AVX2):
 test_contract_order.py checks their sums bit for bit, here f64, a fused
-epilogue and a sum added to C against numpy. Also AVX2's unpacked tile over
-the last rows of whole columns, which reads B unmasked.
+epilogue and a sum added to C against numpy. Also the unpacked edge tiles,
+which mask only the vector of B's columns that may pass N.
 """
 
 import numpy as np
@@ -106,18 +106,20 @@ def _b_loads(stmts) -> list[ir.Load]:
             if isinstance(e, ir.Load) and e.tensor.name == "B"]
 
 
-@pytest.mark.parametrize("cpu, found", [("znver3", True), ("skylake-avx512", False)])
-def test_last_rows_over_whole_columns_read_b_unmasked_without_mask_registers(cpu, found):
-    """The unpacked 6 x 16 tile over the last rows of whole columns (AVX2):
-    the `If` on the tile's columns takes a copy whose loads of B have no mask
-    (contract_direct._direct_strips); AVX-512's masks cost nothing. The
-    other copy, over C's last columns, masks only the vector that may pass N."""
+@pytest.mark.parametrize("cpu, lanes", [("znver3", 8), ("skylake-avx512", 16)])
+def test_edge_tiles_mask_only_the_vector_that_may_pass_n(cpu, lanes):
+    """Past the test that sends a last strip of at most one vector of columns
+    to the narrower variant (`N - js <= lanes`), the unpacked tiles of two
+    vectors mask only their last one of B's columns (contract_direct._direct_strips)."""
     program = compile_to(KERNELS, "schedule", cpu=cpu, kernels=frozenset({"mm"})).program
     body = next(k for k in program.kernels if k.name == "mm").body
-    unmasked_copies = [s for s in walk_stmts(body) if isinstance(s, ir.If)
-                       and isinstance(s.cond, ir.Binary) and s.cond.op == "=="
-                       and _b_loads(s.then) and all(x.mask is None for x in _b_loads(s.then))
-                       and any(x.mask is not None for x in _b_loads(s.orelse))]
-    assert bool(unmasked_copies) == found
-    for s in unmasked_copies:  # past the narrower 6 x 8's test: the last vector of B masked, the first not
-        assert {x.mask is not None for x in _b_loads(s.orelse)} == {True, False}
+    tests = [s for s in walk_stmts(body) if isinstance(s, ir.If) and isinstance(s.cond, ir.Binary)
+             and s.cond.op == "<=" and s.cond.rhs == ir.Const(lanes, s.cond.rhs.type)
+             and isinstance(s.cond.lhs, ir.Binary) and s.cond.lhs.op == "-"
+             and getattr(s.cond.lhs.lhs, "sym", None) is not None and s.cond.lhs.lhs.sym.name == "N"]
+    assert tests
+    for s in tests:
+        loads = _b_loads(s.orelse)
+        masked = [x for x in loads if x.mask is not None]
+        assert masked and all(not isinstance(x.mask.lhs.base, ir.Var) for x in masked)  # js + lanes, not js
+        assert any(x.mask is None and isinstance(x.indices[-1].base, ir.Var) for x in loads)
