@@ -74,12 +74,13 @@ def main() -> int:
                              "AVX2 kernels (OPENBLAS_CORETYPE=Zen), and record that table too")
     results.add_json_option(parser)
     args = parser.parse_args()
-    rec = results.start(args, repeats=3 if args.quick else 9, threads=[1, 2], quick=args.quick, cpu=args.cpu,
+    repeats = 3 if args.quick else 9
+    rec = results.start(args, repeats=repeats, threads=[1, 2], quick=args.quick, cpu=args.cpu,
                         openblas_core=openblas_core())
     sizes = QUICK if args.quick else SIZES
-    rows = run(sizes, [1, 2], repeats=3 if args.quick else 9, cpu=args.cpu)
+    rows = run(sizes, [1, 2], repeats=repeats, cpu=args.cpu)
     print(f"GEMM f32, C = A @ B  ({machine()}; dslc compiled for {args.cpu or 'this CPU'}, "
-          f"OpenBLAS core {openblas_core()}; medians of {3 if args.quick else 9} samples)")
+          f"OpenBLAS core {openblas_core()}; medians of {repeats} samples)")
     header = ["M x K x N", "threads", "dslc GFLOP/s", "numpy GFLOP/s", "dslc/numpy", "rel err"]
     print(table(header, rows))
     rec.table("gemm", "GEMM f32, C = A @ B (benchmarks/gemm.tk against numpy)", header, rows)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import textwrap
@@ -84,8 +85,6 @@ FIRST_CALLS = [("dsl.ops.contract('ij,jk->ik', a, b)", "contract('ij,jk->ik', a,
 def first_calls(folder: Path, repeats: int = 3) -> list[list[str]]:
     """Seconds of each first call, f32 64 x 64 operands: (median, min, max)
     over `repeats` processes, each with a cache directory of its own."""
-    import subprocess
-
     rows = []
     for label, call in FIRST_CALLS:
         times = []

@@ -312,12 +312,10 @@ def _blocked(c: Contraction, t: MicroTile, blocking: tuple[int, int, int], code:
     last = [compare(">=", add(ir.Var(pc_loop_var), ir.Var(kc)), ir.Var(K)),
             *(compare(">=", at["br"][r.var], sub(r.stop, i64(1))) for r in c.br)]
     tile = _packed_tiles(c, t, at, ir.Var(kc), all_of(first), all_of(last))
-    if rows_first(c, t):
-        n_strips = ir.For(js, i64(0), ir.Var(nc), t.nr, tuple(tile), f"{c.n.name}.strip", span=span)
-        strips_nest = ir.For(strip, i64(0), ir.Var(mcur), t.mr, (n_strips,), f"{c.m.name}.strip", span=span)
-    else:
-        m_strips = ir.For(strip, i64(0), ir.Var(mcur), t.mr, tuple(tile), f"{c.m.name}.strip", span=span)
-        strips_nest = ir.For(js, i64(0), ir.Var(nc), t.nr, (m_strips,), f"{c.n.name}.strip", span=span)
+    m_strips = ir.For(strip, i64(0), ir.Var(mcur), t.mr, (), f"{c.m.name}.strip", span=span)
+    n_strips = ir.For(js, i64(0), ir.Var(nc), t.nr, (), f"{c.n.name}.strip", span=span)
+    outer, inner = (m_strips, n_strips) if rows_first(c, t) else (n_strips, m_strips)
+    strips_nest = replace(outer, body=(replace(inner, body=tuple(tile)),))
     def first_row(b: ir.Expr) -> ir.Expr:  # of block b: the blocks share the strips out evenly
         return mul(share_start(b, ir.Var(strips), ir.Var(blocks)), i64(t.mr))
 

@@ -15,7 +15,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tk_library import call_on_threads, load_library, runs_avx2
+from host_cpu import runs_avx2
+from tk_library import call_on_threads, load_library
 
 KERNELS = """
 @options(contract=False)

@@ -12,7 +12,8 @@ which mask only the vector of B's columns that may pass N.
 import numpy as np
 import pytest
 
-from tk_library import call_on_threads, compile_to, load_library, runs_avx2
+from host_cpu import runs_avx2
+from tk_library import call_on_threads, compile_to, load_library
 
 from dsl.lowering import ir
 from dsl.lowering.rewrite import stmt_exprs, walk_expr, walk_stmts

@@ -12,7 +12,8 @@ masked-off lanes reading as zero.
 import numpy as np
 import pytest
 
-from tk_library import compile_to, load_library, runs_avx2
+from host_cpu import runs_avx2
+from tk_library import compile_to, load_library
 
 KERNELS = """
 @schedule(vectorize(i, 8, tail=mask))

@@ -3,10 +3,7 @@ to a loaded shared library."""
 
 from __future__ import annotations
 
-import platform
-import re
 import threading
-from pathlib import Path
 
 import dsl
 from dsl.grammar.diagnostics import Source
@@ -17,14 +14,6 @@ from dsl.pipeline import compile_source
 
 def compile_to(text: str, stage: str, **options):
     return compile_source(Source("t.tk", text), CompileOptions(**options), stop_after=stage)
-
-
-def runs_avx2() -> bool:
-    """Whether this machine runs code built for znver3 (AVX2, FMA, BMI2, MOVBE)."""
-    cpuinfo = Path("/proc/cpuinfo")
-    text = cpuinfo.read_text() if platform.machine() == "x86_64" and cpuinfo.exists() else ""
-    flags = next((line for line in text.splitlines() if line.startswith("flags")), "")
-    return all(re.search(rf"\b{f}\b", flags) for f in ("avx2", "fma", "bmi2", "movbe"))
 
 
 def call_on_threads(lib, threads: int, kernel: str, *args) -> None:

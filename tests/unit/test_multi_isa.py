@@ -16,6 +16,8 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
+from host_cpu import runs_avx2
+
 from dsl.cli import main as dslc
 from dsl.lowering.machine import Machine, micro_tile
 from dsl.lowering.types import F32
@@ -40,11 +42,6 @@ out = np.empty_like(grid)
 lib.jacobi_step(grid, out)
 np.savez(sys.argv[2], isa=isa().decode(), a=a, b=b, c=c, grid=grid, out=out)
 """
-
-
-def _cpu_runs_avx2() -> bool:
-    flags = Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").exists() else ""
-    return all(re.search(rf"\b{f}\b", flags) for f in ("avx2", "fma", "bmi2", "movbe"))
 
 
 @pytest.fixture(scope="module")
@@ -74,7 +71,7 @@ def test_each_forced_copy_gives_the_same_results(library):
     base, stderr = _run(library, "baseline")
     assert str(base["isa"]) == "baseline" and stderr == ""
     avx2, stderr = _run(library, "avx2")
-    if _cpu_runs_avx2():
+    if runs_avx2():
         assert str(avx2["isa"]) == "avx2" and stderr == ""
     else:  # the CPU cannot run it: the library says so and picks by CPU
         assert str(avx2["isa"]) == "baseline" and "DSL_ISA" in stderr
@@ -89,13 +86,13 @@ def test_each_forced_copy_gives_the_same_results(library):
 
 def test_unforced_library_picks_by_cpu(library):
     run, stderr = _run(library, None)
-    assert str(run["isa"]) == ("avx2" if _cpu_runs_avx2() else "baseline") and stderr == ""
+    assert str(run["isa"]) == ("avx2" if runs_avx2() else "baseline") and stderr == ""
 
 
 def test_unknown_level_in_the_environment_warns_and_picks_by_cpu(library):
     run, stderr = _run(library, "avx9")
     assert "DSL_ISA names no ISA level of this library" in stderr
-    assert str(run["isa"]) == ("avx2" if _cpu_runs_avx2() else "baseline")
+    assert str(run["isa"]) == ("avx2" if runs_avx2() else "baseline")
 
 
 def _copies(disassembly: str, exported: set[str]) -> dict[str, str]:
