@@ -1,6 +1,9 @@
 """GEMM: the DSL's matmul (benchmarks/gemm.tk) against numpy (OpenBLAS), at 1
 and 2 threads, in one process, the samples alternating (each sample on 2
-threads after a short idle time: see common.SETTLE). Prints GFLOP/s and the ratio.
+threads after a short idle time: see common.SETTLE). Prints GFLOP/s, the ratio,
+and both against the FMA peak of the cores used (fma_peak.py's loop, sampled
+with each case): `dslc % peak`, and `peak/numpy`, the highest ratio to
+OpenBLAS any kernel could reach at that size.
 
     python benchmarks/gemm.py [--quick] [--cpu CPU] [--zen3]
 
@@ -30,6 +33,7 @@ from threadpoolctl import threadpool_info, threadpool_limits
 import dsl
 import results
 from common import build, interleaved, machine, settle_for, table
+from fma_peak import fma_loop
 
 SIZES = [(64, 64, 64), (128, 128, 128), (256, 256, 256), (512, 512, 512), (1024, 1024, 1024),
          (2048, 2048, 2048), (512, 3584, 3584), (17, 17, 17), (77, 77, 77), (129, 129, 129),
@@ -39,6 +43,7 @@ QUICK = [(64, 64, 64), (256, 256, 256), (77, 77, 77), (512, 512, 512)]
 
 def run(sizes, threads: list[int], repeats: int, cpu: str | None = None) -> list[list[str]]:
     lib = build("gemm.tk", cpu)
+    peak = fma_loop()  # timed with each case, so at the clock the case ran at
     rows = []
     rng = np.random.default_rng(0)
     for m, k, n in sizes:
@@ -51,11 +56,13 @@ def run(sizes, threads: list[int], repeats: int, cpu: str | None = None) -> list
         for t in threads:
             dsl.set_num_threads(t)
             with threadpool_limits(limits=t):
-                s = interleaved({"dslc": lambda: lib.gemm(a, b, c), "numpy": lambda: np.matmul(a, b, out=c)},
-                                repeats, settle=settle_for(t))
-            ours, blas = s["dslc"], s["numpy"]
-            rows.append([f"{m}x{k}x{n}", t, f"{flops / ours / 1e9:.1f}", f"{flops / blas / 1e9:.1f}",
-                         f"{blas / ours:.2f}", f"{err:.1e}"])
+                fns = {"dslc": lambda: lib.gemm(a, b, c), "numpy": lambda: np.matmul(a, b, out=c)}
+                s = interleaved(fns | ({"peak": peak[0]} if peak else {}), repeats, settle=settle_for(t))
+            ours, blas = flops / s["dslc"] / 1e9, flops / s["numpy"] / 1e9
+            top = peak[1] / s["peak"] / 1e9 * t if peak else None  # both cores at one core's peak
+            rows.append([f"{m}x{k}x{n}", t, f"{ours:.1f}", f"{blas:.1f}", f"{ours / blas:.2f}",
+                         f"{100 * ours / top:.0f}" if top else "-", f"{top / blas:.2f}" if top else "-",
+                         f"{err:.1e}"])
     return rows
 
 
@@ -81,7 +88,8 @@ def main() -> int:
     rows = run(sizes, [1, 2], repeats=repeats, cpu=args.cpu)
     print(f"GEMM f32, C = A @ B  ({machine()}; dslc compiled for {args.cpu or 'this CPU'}, "
           f"OpenBLAS core {openblas_core()}; medians of {repeats} samples)")
-    header = ["M x K x N", "threads", "dslc GFLOP/s", "numpy GFLOP/s", "dslc/numpy", "rel err"]
+    header = ["M x K x N", "threads", "dslc GFLOP/s", "numpy GFLOP/s", "dslc/numpy", "dslc % peak", "peak/numpy",
+              "rel err"]
     print(table(header, rows))
     rec.table("gemm", "GEMM f32, C = A @ B (benchmarks/gemm.tk against numpy)", header, rows)
     if args.zen3:

@@ -31,7 +31,7 @@ import numpy as np
 
 from .arrays import address, as_array, check_out, empty_aligned, finish, merge_axes, view_as, writable_target
 from .call_plans import record, remember
-from .library import stdlib_module
+from .library import intel_avx512, stdlib_module
 from .permute_channels import CHANNELS, channels
 from .permute_shifted import shifted
 
@@ -241,7 +241,7 @@ def _tiles(lib, t: str, src: np.ndarray, dst: np.ndarray) -> None:
     planes = src.shape[0] >= _SMALL_BATCH
     kernel = getattr(lib, f"{'tile_planes' if planes else 'tiles'}_{t}")
     if planes and t in ("u32", "u64") and _planes_between_rows(src) and _rows_on_lines(dst, first):
-        by_plane = t == "u32" and dst.shape[2] * dst.itemsize <= _BY_PLANE_ROW
+        by_plane = t == "u32" and intel_avx512() and dst.shape[2] * dst.itemsize <= _BY_PLANE_ROW
         kernel = lib.tiles_by_plane_u32 if by_plane else getattr(lib, f"tiles_by_group_{t}")
     pairs = getattr(lib, f"{'pair_planes' if planes else 'pairs'}_{t}") if _in_pairs(src, dst) else None
     for r0, r1 in row_blocks:
@@ -258,11 +258,12 @@ def _tiles(lib, t: str, src: np.ndarray, dst: np.ndarray) -> None:
 def _planes_between_rows(src: np.ndarray) -> bool:
     """Whether the planes of src ([P, A, B], contiguous along A) lie between
     the rows of X (its columns, B), as in a whole reversal (2, 1, 0): each
-    of a tile's 16 rows then runs on into the next plane. Where dst's rows
-    (B) are at most `_BY_PLANE_ROW` bytes, 4-byte tiles go plane by plane,
+    of a tile's 16 rows then runs on into the next plane. On an Intel core
+    with AVX-512, where dst's rows (B) are at most `_BY_PLANE_ROW` bytes,
+    4-byte tiles go plane by plane,
     16 rows of dst at a time, each written whole (`tiles_by_plane_u32`; it
     reads a line from each of B rows of X, in L2 by its ask). Interleaved
-    on an Intel Xeon (2 MiB of L2 a core; not measured on Zen 4), through
+    on an Intel Xeon (2 MiB of L2 a core), through
     the op into an aligned output, f32 (2, 1, 0), share of a plain copy, by
     group -> by plane, 1 thread: 64 x 512 x 512 0.74 -> 0.87,
     48 x 640 x 768 0.80 -> 0.89, 128 x 256 x 256 0.69 -> 0.78, 256 x 64 x
@@ -273,7 +274,12 @@ def _planes_between_rows(src: np.ndarray) -> bool:
     sure (0.80-1.13x): they go one group of 16 rows through every plane at
     a time (`tiles_by_group_*`), 16 streams of reads instead of a plane's
     16 rows, group after group (Zen 4, 64 x 512 x 512, 1 thread: 0.46 ->
-    0.52 of a copy, against each plane's groups in turn)."""
+    0.52 of a copy, against each plane's groups in turn). On Zen 4 (1 MiB
+    of L2) 4-byte tiles go by group too: by plane lost half the speed (the
+    kernels alone, 1 thread, share of a copy, by plane -> by group, 64 x 512
+    x 512 0.29 -> 0.52, 48 x 640 x 768 0.29 -> 0.55, 128 x 256 x 256 0.20
+    -> 0.45, 256 x 64 x 256 0.22 -> 0.43; built for znver3 0.17-0.20 ->
+    0.36-0.46; 32 x 256 x 1024 level)."""
     return abs(src.strides[2]) > abs(src.strides[0])
 
 

@@ -152,18 +152,25 @@ def test_rows_inside_lines_take_shifted_tiles(monkeypatch):
         assert (f"shifted{s}_u{8 * x.itemsize}" in steps) == (vector_bits() >= 256), (dtype, planes, s, steps)
 
 
-def test_a_reversal_takes_whole_planes_or_one_group_of_rows_through_every_plane(monkeypatch):
+@pytest.mark.parametrize("intel", [True, False], ids=["intel-avx512", "other"])
+def test_a_reversal_takes_whole_planes_or_one_group_of_rows_through_every_plane(monkeypatch, intel):
     """(2, 1, 0) of [I, J, K]: the planes (J) lie between the rows a tile
     reads (I). When the output's rows start on a line, 4-byte tiles go plane
-    by plane, each output row written whole, where those rows are at most
-    1 KiB (`tiles_by_plane_u32`); longer rows and 8-byte tiles go one group
-    of 16 rows through every plane at a time (`tiles_by_group_*`). A
+    by plane on an Intel core with AVX-512, each output row written whole,
+    where those rows are at most 1 KiB (`tiles_by_plane_u32`); elsewhere,
+    and for longer rows and 8-byte tiles, one group of 16 rows goes through
+    every plane at a time (`tiles_by_group_*`). A
     (0, 2, 1) keeps its planes outermost; output rows that start inside a
     line are written through the cache, planes outermost, and a reversal
     never takes the shifted tiles. Exact on 1 and 2 threads, edges
     included."""
     from dsl.ops import permutation
     from dsl.ops.arrays import empty_aligned
+
+    monkeypatch.setattr(permutation, "intel_avx512", lambda: intel)
+    monkeypatch.setattr(permutation, "_plans", {})  # plans recorded under the other choice
+    monkeypatch.setattr(permutation, "_fresh", {})
+    by_plane = "tiles_by_plane_u32" if intel else "tiles_by_group_u32"
 
     def kernels(shape, axes, dtype, out_offset=None):
         x = rand(shape, dtype, seed=len(shape))
@@ -178,8 +185,8 @@ def test_a_reversal_takes_whole_planes_or_one_group_of_rows_through_every_plane(
         plans = [plan for key, plan in permutation._plans.items() if key[:3] == (shape, x.itemsize, axes)]
         return {fn for plan in plans for fn, _, _ in plan.steps}
 
-    assert kernels((32, 6, 50), (2, 1, 0), np.float32) == {"tiles_by_plane_u32"}  # 128-byte rows
-    assert kernels((256, 4, 20), (2, 1, 0), np.float32) == {"tiles_by_plane_u32"}  # 1 KiB rows
+    assert kernels((32, 6, 50), (2, 1, 0), np.float32) == {by_plane}  # 128-byte rows
+    assert kernels((256, 4, 20), (2, 1, 0), np.float32) == {by_plane}  # 1 KiB rows
     assert kernels((272, 4, 20), (2, 1, 0), np.float32) == {"tiles_by_group_u32"}  # 1088-byte rows
     assert kernels((32, 6, 50), (2, 1, 0), np.float64) == {"tiles_by_group_u64"}
     assert kernels((6, 20, 50), (0, 2, 1), np.float32) == {"tile_planes_u32"}
