@@ -76,7 +76,7 @@ def _int_op(cx: FunctionContext, op: str, t: ScalarType, a: ir.Value, b: ir.Valu
     bld = cx.builder
     simple = {"+": bld.add, "-": bld.sub, "*": bld.mul, "&": bld.and_, "|": bld.or_, "^": bld.xor}
     if op in simple:
-        return simple[op](a, b)
+        return cx.reuse(op, a, b, lambda: simple[op](a, b))
     if op in ("//", "%"):
         return _floor_divmod(cx, op, t, a, b, guarded=not _safe_divisor(t, rhs))
     if op in ("<<", ">>"):

@@ -62,6 +62,8 @@ class FunctionContext:
         self.body_start = func.append_basic_block("start")
         self.builder = ir.IRBuilder(self.body_start)
         self.slots: dict[Sym, ir.AllocaInstr] = {}
+        self._values: dict[tuple[ir.Block, Sym], ir.Value] = {}  # what load_var reuses
+        self._made: dict[tuple, tuple[ir.Value, ...]] = {}  # what `reuse` reuses
         self.tensors: dict[TensorParam, TensorArgs] = {}
         self.fail_blocks: dict[int, ir.Block] = {}
         # scratch buffer -> (pointer slot, null until allocated; the site's cache global)
@@ -84,6 +86,35 @@ class FunctionContext:
             slot.type = PTR  # llvmlite would print a typed pointer (`float*`)
             self.slots[sym] = slot
         return slot
+
+    def load_var(self, sym: Sym) -> ir.Value:
+        """The value of `sym` at the builder's position: its slot is loaded once
+        a block, or the value stored there earlier in the block is taken, so
+        the IR LLVM parses is smaller (mem2reg would make it the same).
+        Sound because slots never escape and every store to them goes
+        through `store_var`."""
+        key = (self.builder.block, sym)
+        value = self._values.get(key)
+        if value is None:
+            slot = self.slot(sym)
+            value = self._values[key] = self.builder.load(slot, typ=slot.allocated_type)
+        return value
+
+    def store_var(self, sym: Sym, value: ir.Value) -> None:
+        """Store `value` in `sym`'s slot (the one way slots are written)."""
+        self.builder.store(value, self.slot(sym))
+        self._values[(self.builder.block, sym)] = value
+
+    def reuse(self, op: str, a: ir.Value, b: ir.Value, make) -> ir.Value:
+        """`make()`, a pure instruction `op` on a and b (e.g. 'mul nsw'), or
+        the one made for the same operands earlier in this block (the index
+        arithmetic of an unrolled tile repeats itself: matmul_f32's IR has
+        a fifth fewer lines)."""
+        key = (self.builder.block, op, _operand_key(a), _operand_key(b))
+        found = self._made.get(key)
+        if found is None:
+            found = self._made[key] = (make(), a, b)  # the operands kept alive: their ids are keys
+        return found[0]
 
     def tensor(self, param: TensorParam) -> TensorArgs:
         """The pointer, sizes and strides of a tensor parameter."""
@@ -171,3 +202,9 @@ def intrinsic_suffix(typ: ir.Type) -> str:
     if isinstance(typ, ir.HalfType):
         return "f16"
     return f"i{typ.width}"
+
+
+def _operand_key(value: ir.Value):
+    """A constant by its text (llvmlite makes a new object for each), any
+    other value by identity."""
+    return str(value) if isinstance(value, ir.Constant) else id(value)

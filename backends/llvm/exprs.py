@@ -40,8 +40,7 @@ def emit_expr(cx: FunctionContext, e: Expr) -> ir.Value:
         case Const(value=value, type=t):
             return const(t, value)
         case Var(sym=sym):
-            slot = cx.slot(sym)
-            return cx.builder.load(slot, typ=slot.allocated_type)
+            return cx.load_var(sym)
         case Shape(tensor=tensor, axis=axis):
             return cx.tensor(tensor).sizes[axis]
         case Load(tensor=tensor, indices=indices) if e.mask is None and lanes_of(e) == 1:

@@ -28,12 +28,23 @@ def element_pointer(cx: FunctionContext, t: TensorArgs, indices: list[ir.Value],
     bld = cx.builder
     offset = None
     for index, stride in zip(indices, t.strides, strict=True):
-        term = bld.mul(index, stride, flags=_NSW)
-        offset = term if offset is None else bld.add(offset, term, flags=_NSW)
+        if _constant(index) == 0:
+            continue
+        if _constant(stride) != 1:
+            index = cx.reuse("mul nsw", index, stride, lambda i=index, s=stride: bld.mul(i, s, flags=_NSW))
+        offset = index if offset is None else cx.reuse(
+            "add nsw", offset, index, lambda o=offset, i=index: bld.add(o, i, flags=_NSW))
     if offset is None:
         return t.data
     etype = mem_type(t.param.dtype)
     return bld.gep(t.data, [offset], inbounds=inbounds, source_etype=etype)
+
+
+def _constant(value: ir.Value):
+    """The integer a constant operand holds, else None. Leaving out `* 1` and
+    `0 *` keeps the IR LLVM parses smaller (matmul_f32: 2540 of its 48k lines
+    multiplied by a unit stride)."""
+    return value.constant if isinstance(value, ir.Constant) else None
 
 
 def load_element(cx: FunctionContext, t: TensorArgs, indices: list[ir.Value]) -> ir.Value:

@@ -66,7 +66,7 @@ class _Plan:
         out: list[ir.Value] = []
         for t in self.tensors:
             out += [v for v in _tensor_fields(cx.tensor(t)) if not isinstance(v, ir.Constant)]
-        out += [cx.builder.load(cx.slot(s), typ=_slot_type(cx, s)) for s in self.syms]
+        out += [cx.load_var(s) for s in self.syms]
         return out
 
 
@@ -237,8 +237,8 @@ def _define_body(cx: FunctionContext, loop: For, plan: _Plan, values: list[ir.Va
     last = bld.add(start, bld.mul(bld.sub(k1, int_const(I64, 1)), step))
     stop = bld.add(last, int_const(I64, 1 if loop.step > 0 else -1))
     lo, hi = Sym("lo", INDEX, "local"), Sym("hi", INDEX, "local")
-    bld.store(first, wcx.slot(lo))
-    bld.store(stop, wcx.slot(hi))
+    wcx.store_var(lo, first)
+    wcx.store_var(hi, stop)
     emit_loop(wcx, replace(loop, start=Var(lo), stop=Var(hi), kind="serial"))
     if plan.liveout:
         _copy_back(wcx, plan, ctx, ctx_type, len(values), bld.icmp_unsigned("==", k1, trip))
@@ -267,7 +267,7 @@ def _bind_captures(cx: FunctionContext, wcx: FunctionContext, plan: _Plan, args)
     for sym in plan.syms:
         value = next(args)
         value.name = sym.name
-        wcx.builder.store(value, wcx.slot(sym))
+        wcx.store_var(sym, value)
 
 
 def _copy_back(wcx: FunctionContext, plan: _Plan, ctx: ir.Value, ctx_type: ir.Type,
@@ -382,9 +382,10 @@ def _copy_liveouts(cx: FunctionContext, plan: _Plan, ctx: ir.Value, ctx_type: ir
     bld = cx.builder
     for k, sym in enumerate(plan.liveout):
         field = _field(bld, ctx, ctx_type, ncaptures + _LIVEOUT + k)
-        slot = cx.slot(sym)
-        src, dst = (slot, field) if into_ctx else (field, slot)
-        bld.store(bld.load(src, typ=_slot_type(cx, sym)), dst)
+        if into_ctx:
+            bld.store(cx.load_var(sym), field)
+        else:
+            cx.store_var(sym, bld.load(field, typ=_slot_type(cx, sym)))
 
 
 def _return_if_failed(cx: FunctionContext, status: ir.Value) -> None:

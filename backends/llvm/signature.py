@@ -56,7 +56,7 @@ def bind_arguments(cx: FunctionContext) -> None:
             _, value = next(values)
             if param.dtype.is_bool:
                 value = bld.icmp_unsigned("!=", value, int_const(I8, 0))
-            bld.store(value, cx.slot(param.sym))
+            cx.store_var(param.sym, value)
             continue
         data = next(values)[1]
         sizes = [next(values)[1] for _ in range(param.rank)]

@@ -34,7 +34,7 @@ def emit_stmt(cx: FunctionContext, stmt: Stmt) -> None:
     """Emit one loop-IR statement."""
     match stmt:
         case Assign(sym=sym, value=value):
-            cx.builder.store(splat(cx, emit_expr(cx, value), sym.lanes), cx.slot(sym))
+            cx.store_var(sym, splat(cx, emit_expr(cx, value), sym.lanes))
         case Store() if stmt.mask is not None or any(lanes_of(x) > 1 for x in (*stmt.indices, stmt.value)):
             vector_store(cx, stmt, emit_expr)
         case Store(tensor=tensor, indices=indices, value=value):
@@ -112,7 +112,7 @@ def _emit_for(cx: FunctionContext, loop: For) -> None:
     bld.cbranch(keep_going, body, exit_block)
 
     bld.position_at_end(body)
-    bld.store(iv, cx.slot(loop.var))
+    cx.store_var(loop.var, iv)
     emit_block(cx, loop.body)
     # var + step cannot overflow: it stays within [start, stop + step) of a sized loop.
     following = bld.add(iv, int_const(iv.type, loop.step), flags=("nsw",))
