@@ -52,11 +52,18 @@ def fma_loop():
     register, lanes = ("zmm", 16) if target.vector_bits >= 512 else ("ymm", 8)
     module = llvm.parse_assembly(_loop_ir(register, lanes))
     module.triple = target.triple
-    lib = JitLibrary.from_module(module, target)
-    loop = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_int64)(lib.address("fma_loop"))
-    run = lambda: loop(TRIPS)  # noqa: E731
-    run.library = lib  # the code lives as long as the function does
-    return run, TRIPS * ACCUMULATORS * lanes * 2
+    return _Pass(JitLibrary.from_module(module, target)), TRIPS * ACCUMULATORS * lanes * 2
+
+
+class _Pass:
+    """One call: TRIPS trips of the loop; returns the trips left (0)."""
+
+    def __init__(self, lib: JitLibrary):
+        self._lib = lib  # the code lives as long as this object
+        self._loop = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_int64)(lib.address("fma_loop"))
+
+    def __call__(self) -> int:
+        return self._loop(TRIPS)
 
 
 def fma_peak_gflops(repeats: int = 20) -> float | None:

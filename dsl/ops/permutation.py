@@ -27,6 +27,8 @@ calls they make are recorded once per layout and replayed (call_plans.py).
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from .arrays import address, as_array, check_out, empty_aligned, finish, merge_axes, view_as, writable_target
@@ -245,7 +247,7 @@ def _tiles(lib, t: str, src: np.ndarray, dst: np.ndarray) -> None:
         by_plane = t == "u32" and intel_avx512() and dst.shape[2] * dst.itemsize <= _BY_PLANE_ROW
         kernel = lib.tiles_by_plane_u32 if by_plane else getattr(lib, f"tiles_by_group_{t}")
         if t == "u32" and not by_plane:
-            kernel = lambda x, y: _by_chunks(lib, x, y)  # noqa: E731
+            kernel = functools.partial(_by_chunks, lib)
     pairs = getattr(lib, f"{'pair_planes' if planes else 'pairs'}_{t}") if _in_pairs(src, dst) else None
     for r0, r1 in row_blocks:
         for c0, c1 in col_blocks:
