@@ -109,7 +109,15 @@ def _gemm(found: dict) -> str:
             "OpenBLAS's AVX2 kernels, on the same machine." if _rows(found, "gemm.py", "gemm_zen3") else "")
     return ("GEMM f32 (`benchmarks/gemm.py`: the index-notation matmul of `benchmarks/gemm.tk` against numpy's "
             "OpenBLAS, interleaved in one process), GFLOP/s at 1 and 2 threads:\n\n" + markdown_table(columns, out)
-            + zen3)
+            + zen3 + _peak_columns(rows))
+
+
+def _peak_columns(rows: list[dict]) -> str:
+    """A pointer to gemm.py's columns against the FMA peak, when recorded."""
+    if not any("peak/numpy" in r for r in rows):
+        return ""
+    return ("\n\nBENCHMARKS.md's GEMM tables also give each case's share of the cores' FMA peak (an FMA loop "
+            "timed alongside) and peak/numpy, the highest ratio to OpenBLAS any kernel could reach there.")
 
 
 def _headlines(found: dict) -> str:

@@ -169,3 +169,14 @@ def test_readme_summary_points_to_the_zen3_table_when_recorded(found):
     zen3 = {**gemm["tables"][0], "key": "gemm_zen3", "title": "GEMM f32 as Zen 3 runs it"}
     with_zen3 = {**found, "gemm.py": {**gemm, "tables": [*gemm["tables"], zen3]}}
     assert "BENCHMARKS.md also has the table as Zen 3 runs it" in summary(with_zen3)
+
+
+def test_readme_summary_points_to_the_peak_columns_when_recorded(found):
+    assert "FMA peak" not in summary(found)
+    gemm = found["gemm.py"]
+    table = gemm["tables"][0]
+    rows = [{**r, "dslc % peak": "90", "peak/numpy": "1.20"} for r in table["rows"]]
+    with_peak = {**found, "gemm.py": {**gemm, "tables": [{**table, "rows": rows}]}}
+    text = summary(with_peak)
+    assert "share of the cores' FMA peak" in text
+    assert "|\n\nBENCHMARKS.md's GEMM tables" in text  # a paragraph of its own after the table
