@@ -8,14 +8,14 @@ are contiguous, the whole 16 x 16 tiles of the two are transposed in
 registers: by `tile_planes_*` (`tiles_*` for fewer than 4 planes;
 `tiles_by_plane_u32`, `tiles_by_chunk_u32` or `tiles_by_group_*` when the
 planes lie between the tiles' rows, `_planes_between_rows`), 4-byte tiles in
-pairs where the rows allow (`_in_pairs`: 128 bytes to a row of the output). For 4- and 8-byte elements
-the tiles stream their rows to a large output, so the grid of tiles starts
-where the output's rows are 64-byte aligned (an output this function
-allocates is), and where the input's columns are, so that no tile reads half
-a line; the ragged edges go to whole tiles that overlap those. Output rows
-that start inside lines at different places take shifted tiles, each row
-from its own first line (permute_shifted.py). Planes
-narrower than a tile go to `permute2/3_*` (32 x 32 tiles, element by element).
+pairs where the rows allow (`_in_pairs`: 128 bytes to a row of the output).
+For 4- and 8-byte elements the tiles stream their rows to a large output, so
+the grid of tiles starts where the output's rows are 64-byte aligned (an
+output this function allocates is), and where the input's columns are, so that
+no tile reads half a line; the ragged edges go to whole tiles that overlap
+those. Output rows that start inside lines at different places take shifted
+tiles, each row from its own first line (permute_shifted.py). Planes narrower
+than a tile go to `permute2/3_*` (32 x 32 tiles, element by element).
 When the two share their contiguous axis, rows are copied whole instead (64
 x 512 x 512, axes (1, 0, 2): 32 x 32 tiles read 32 rows 4 MiB apart), in the
 input's order, their stores streamed past the caches for large outputs; a
@@ -244,10 +244,12 @@ def _tiles(lib, t: str, src: np.ndarray, dst: np.ndarray) -> None:
     planes = src.shape[0] >= _SMALL_BATCH
     kernel = getattr(lib, f"{'tile_planes' if planes else 'tiles'}_{t}")
     if planes and t in ("u32", "u64") and _planes_between_rows(src) and _rows_on_lines(dst, first):
-        by_plane = t == "u32" and intel_avx512() and dst.shape[2] * dst.itemsize <= _BY_PLANE_ROW
-        kernel = lib.tiles_by_plane_u32 if by_plane else getattr(lib, f"tiles_by_group_{t}")
-        if t == "u32" and not by_plane:
+        if t == "u32" and intel_avx512() and dst.shape[2] * dst.itemsize <= _BY_PLANE_ROW:
+            kernel = lib.tiles_by_plane_u32
+        elif t == "u32":
             kernel = functools.partial(_by_chunks, lib)
+        else:
+            kernel = lib.tiles_by_group_u64
     pairs = getattr(lib, f"{'pair_planes' if planes else 'pairs'}_{t}") if _in_pairs(src, dst) else None
     for r0, r1 in row_blocks:
         for c0, c1 in col_blocks:
@@ -265,11 +267,10 @@ def _planes_between_rows(src: np.ndarray) -> bool:
     the rows of X (its columns, B), as in a whole reversal (2, 1, 0): each
     of a tile's 16 rows then runs on into the next plane. On an Intel core
     with AVX-512, where dst's rows (B) are at most `_BY_PLANE_ROW` bytes,
-    4-byte tiles go plane by plane,
-    16 rows of dst at a time, each written whole (`tiles_by_plane_u32`; it
-    reads a line from each of B rows of X, in L2 by its ask). Interleaved
-    on an Intel Xeon (2 MiB of L2 a core), through
-    the op into an aligned output, f32 (2, 1, 0), share of a plain copy, by
+    4-byte tiles go plane by plane, 16 rows of dst at a time, each written
+    whole (`tiles_by_plane_u32`; it reads a line from each of B rows of X,
+    in L2 by its ask). Interleaved on an Intel Xeon (2 MiB of L2 a core),
+    through the op into an aligned output, f32 (2, 1, 0), share of a plain copy, by
     group -> by plane, 1 thread: 64 x 512 x 512 0.74 -> 0.87,
     48 x 640 x 768 0.80 -> 0.89, 128 x 256 x 256 0.69 -> 0.78, 256 x 64 x
     256 0.68 -> 0.72; 2 threads 0.68 -> 0.79, 0.71 -> 0.76, 0.67 -> 0.73,
