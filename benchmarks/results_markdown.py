@@ -40,7 +40,7 @@ NOTES = {
                 "one above the other, so that each output row gets 128 bytes at a time, which also eases "
                 "output rows a power of two apart (their 16 stores on the same low address bits). A whole reversal (2, 1, 0) "
                 "reads each tile's 16 rows from 16 planes of x, a plane apart. The tiles take one group of 16 "
-                "rows through 4 planes at a time (8-byte tiles: through all the planes), so that the reads are "
+                "rows through 4 planes at a time, so that the reads are "
                 "16 streams (all of a long row at once, or the rows read one after another into a buffer first, "
                 "ran slower); on an Intel core "
                 "with AVX-512, where the output's rows are short (up to 1 KiB, 4-byte elements), they go plane "

@@ -6,7 +6,7 @@ merged where both allow it and ordered so that the output's contiguous axis
 is innermost and the input's contiguous axis next to it. When both of those
 are contiguous, the whole 16 x 16 tiles of the two are transposed in
 registers: by `tile_planes_*` (`tiles_*` for fewer than 4 planes;
-`tiles_by_plane_u32`, `tiles_by_chunk_u32` or `tiles_by_group_*` when the
+`tiles_by_plane_u32`, `tiles_by_chunk_*` or `tiles_by_group_*` when the
 planes lie between the tiles' rows, `_planes_between_rows`), 4-byte tiles in
 pairs where the rows allow (`_in_pairs`: 128 bytes to a row of the output).
 For 4- and 8-byte elements the tiles stream their rows to a large output, so
@@ -54,7 +54,7 @@ _CHUNK = 1 << 16  # bytes: the pieces of a long contiguous row the threads share
 _PAIR_RUN = 1 << 18  # bytes: the most a pair of tile rows may span (it and the next one asked for, in L2)
 _PAIR_SPAN = 1 << 20  # the same where Y's rows lie a multiple of _L1_PERIOD apart (see _in_pairs)
 _BY_PLANE_ROW = 1024  # bytes: the longest rows of Y that `tiles_by_plane_u32` writes whole (see _planes_between_rows)
-_CHUNK_PLANES = 4  # planes a reversal's 4-byte tiles take at a time (_by_chunks)
+_CHUNK_PLANES = 4  # planes a reversal's tiles take at a time (_by_chunks)
 _L1_PERIOD = 4096  # bytes: rows a multiple of this apart fall in one set of the L1 cache (64 sets of 64 B)
 
 
@@ -246,10 +246,8 @@ def _tiles(lib, t: str, src: np.ndarray, dst: np.ndarray) -> None:
     if planes and t in ("u32", "u64") and _planes_between_rows(src) and _rows_on_lines(dst, first):
         if t == "u32" and intel_avx512() and dst.shape[2] * dst.itemsize <= _BY_PLANE_ROW:
             kernel = lib.tiles_by_plane_u32
-        elif t == "u32":
-            kernel = functools.partial(_by_chunks, lib)
         else:
-            kernel = lib.tiles_by_group_u64
+            kernel = functools.partial(_by_chunks, lib, t)
     pairs = getattr(lib, f"{'pair_planes' if planes else 'pairs'}_{t}") if _in_pairs(src, dst) else None
     for r0, r1 in row_blocks:
         for c0, c1 in col_blocks:
@@ -277,10 +275,11 @@ def _planes_between_rows(src: np.ndarray) -> bool:
     even. Longer rows lose by plane (the kernels alone, 1 thread: 384 x 64
     x 512 0.76 -> 0.76, on 2 threads 0.70 -> 0.64; 512 x 64 x 256 0.73 ->
     0.67; 1024 x 64 x 1024 0.65 -> 0.40), and 8-byte tiles gain nothing
-    sure (0.80-1.13x): they go one group of 16 rows through every plane at
-    a time (`tiles_by_group_*`), 16 streams of reads instead of a plane's
-    16 rows, group after group (Zen 4, 64 x 512 x 512, 1 thread: 0.46 ->
-    0.52 of a copy, against each plane's groups in turn). On Zen 4 (1 MiB
+    sure (0.80-1.13x): they go one group of 16 rows through the planes (a
+    chunk of them at a time, `_by_chunks`), 16 streams of reads instead of
+    a plane's 16 rows, group after group (Zen 4, 64 x 512 x 512, 1 thread,
+    through every plane: 0.46 -> 0.52 of a copy, against each plane's groups
+    in turn). On Zen 4 (1 MiB
     of L2) 4-byte tiles go by group too: by plane lost half the speed (the
     kernels alone, 1 thread, share of a copy, by plane -> by group, 64 x 512
     x 512 0.29 -> 0.52, 48 x 640 x 768 0.29 -> 0.55, 128 x 256 x 256 0.20
@@ -289,9 +288,9 @@ def _planes_between_rows(src: np.ndarray) -> bool:
     return abs(src.strides[2]) > abs(src.strides[0])
 
 
-def _by_chunks(lib, x: np.ndarray, y: np.ndarray) -> None:
-    """`tiles_by_group_u32(x, y)` ([P, JB, 16, IB, 16] views) a chunk of
-    `_CHUNK_PLANES` planes at a time (`tiles_by_chunk_u32`; the planes left
+def _by_chunks(lib, t: str, x: np.ndarray, y: np.ndarray) -> None:
+    """`tiles_by_group_{t}(x, y)` ([P, JB, 16, IB, 16] views) a chunk of
+    `_CHUNK_PLANES` planes at a time (`tiles_by_chunk_{t}`; the planes left
     over by group): each group's 16 streams of reads then go 4 rows of X at a
     time, not one. Zen 4, f32 (2, 1, 0) through the op into an aligned
     output, interleaved, two runs of 9 samples, by group -> by chunk, GB/s,
@@ -299,13 +298,18 @@ def _by_chunks(lib, x: np.ndarray, y: np.ndarray) -> None:
     20.9 -> 21.2 and 16.8 -> 18.2, 128 x 256 x 256 16.5 -> 16.9 and 13.3 ->
     14.5, 256 x 64 x 256 level; 2 threads: 18.4 -> 18.6 and 25.8 -> 29.6,
     31.2 -> 32.3 and 31.7 -> 34.7, 24.5 -> 29.7 and 22.9 -> 27.4, 24.2 ->
-    27.6 and 22.6 -> 27.0. (Chunks of 2, 4 and 8 planes ran alike.)"""
+    27.6 and 22.6 -> 27.0. (Chunks of 2, 4 and 8 planes ran alike.) f64
+    through the op, 1 / 2 threads: 64 x 512 x 256 16.5 -> 18.7 / 31.0 ->
+    33.7, 48 x 320 x 384 18.7 -> 19.5 / 31.9 -> 33.7, 128 x 128 x 256 19.7
+    -> 20.7 / 27.5 -> 29.8 (the kernels alone, share of a copy: 0.62-0.67
+    -> 0.66-0.73 / 0.80-0.81 -> 0.85-0.89)."""
     whole = x.shape[0] - x.shape[0] % _CHUNK_PLANES
     if whole:
         chunks = (whole // _CHUNK_PLANES, _CHUNK_PLANES)
-        lib.tiles_by_chunk_u32(view_as(x[:whole], chunks + x.shape[1:]), view_as(y[:whole], chunks + y.shape[1:]))
+        getattr(lib, f"tiles_by_chunk_{t}")(view_as(x[:whole], chunks + x.shape[1:]),
+                                            view_as(y[:whole], chunks + y.shape[1:]))
     if whole < x.shape[0]:
-        lib.tiles_by_group_u32(x[whole:], y[whole:])
+        getattr(lib, f"tiles_by_group_{t}")(x[whole:], y[whole:])
 
 
 def _rows_on_lines(dst: np.ndarray, first: int) -> bool:

@@ -158,10 +158,9 @@ def test_a_reversal_takes_whole_planes_or_one_group_of_rows_through_every_plane(
     reads (I). When the output's rows start on a line, 4-byte tiles go plane
     by plane on an Intel core with AVX-512, each output row written whole,
     where those rows are at most 1 KiB (`tiles_by_plane_u32`); elsewhere,
-    and for longer rows, 4-byte tiles take one group of 16 rows through a
-    chunk of 4 planes at a time (`tiles_by_chunk_u32`, the planes left over
-    by `tiles_by_group_u32`), 8-byte tiles one group through every plane
-    (`tiles_by_group_u64`). A
+    and for longer rows and 8-byte tiles, one group of 16 rows goes through
+    a chunk of 4 planes at a time (`tiles_by_chunk_*`, the planes left over
+    by `tiles_by_group_*`). A
     (0, 2, 1) keeps its planes outermost; output rows that start inside a
     line are written through the cache, planes outermost, and a reversal
     never takes the shifted tiles. Exact on 1 and 2 threads, edges
@@ -193,7 +192,8 @@ def test_a_reversal_takes_whole_planes_or_one_group_of_rows_through_every_plane(
     assert kernels((272, 4, 20), (2, 1, 0), np.float32) == chunks  # 1088-byte rows
     # 7 planes: a chunk of 4, the other 3 by group
     assert kernels((272, 7, 20), (2, 1, 0), np.float32) == chunks | {"tiles_by_group_u32"}
-    assert kernels((32, 6, 50), (2, 1, 0), np.float64) == {"tiles_by_group_u64"}
+    assert kernels((32, 8, 50), (2, 1, 0), np.float64) == {"tiles_by_chunk_u64"}
+    assert kernels((32, 6, 50), (2, 1, 0), np.float64) == {"tiles_by_chunk_u64", "tiles_by_group_u64"}
     assert kernels((6, 20, 50), (0, 2, 1), np.float32) == {"tile_planes_u32"}
     assert kernels((64, 6, 48), (2, 1, 0), np.float32, out_offset=4) == {"tile_planes_u32"}  # 16 bytes past a line
     monkeypatch.setenv("DSL_STREAM_BYTES", "0")  # large enough for the shifted tiles, were it not a reversal
