@@ -56,10 +56,10 @@ def vector_load(cx: FunctionContext, e: Load, emit: Emit) -> ir.Value:
         pick = ir.Constant(ir.VectorType(I32, lanes), [int_const(I32, o) for o in offsets])
         return from_memory(cx.builder, cx.builder.shuffle_vector(loaded, ir.Constant(span, None), pick), dtype)
     contiguous, ptr = _address(cx, t, e.indices, lanes, emit, masked=e.mask is not None)
-    if contiguous and e.mask is not None and cx.sign_masks:
-        loaded = _load_by_lane_signs(cx, e.mask, ptr, dtype, lanes, emit)
-        if loaded is not None:
-            return from_memory(cx.builder, loaded, dtype)
+    signed = contiguous and e.mask is not None and cx.sign_masks
+    raw = _load_by_lane_signs(cx, e.mask, ptr, vty, emit) if signed else None
+    if raw is not None:
+        return from_memory(cx.builder, raw, dtype)
     mask = _mask(cx, e.mask, lanes, emit)
     passthru = ir.Constant(vty, None)
     if contiguous and mask is None:
@@ -243,27 +243,26 @@ _SIGN_LOADS = {(4, 4): "llvm.x86.avx.maskload.ps", (4, 8): "llvm.x86.avx.maskloa
                (8, 2): "llvm.x86.avx.maskload.pd", (8, 4): "llvm.x86.avx.maskload.pd.256"}
 
 
-def _load_by_lane_signs(cx: FunctionContext, mask: Expr, ptr: ir.Value, dtype, lanes: int,
+def _load_by_lane_signs(cx: FunctionContext, mask: Expr, ptr: ir.Value, vty: ir.VectorType,
                         emit: Emit) -> ir.Value | None:
-    """The masked load at `ptr` as AVX's own, its `mask` (`a < b` on i64)
-    given as the lanes' signs; None where it does not apply. Lanes masked off
-    read as zero."""
-    name = _SIGN_LOADS.get((dtype.itemsize, lanes))
-    if name is None or not dtype.is_float or not (isinstance(mask, Binary) and mask.op == "<"):
+    """The masked load of `vty` at `ptr` as AVX's own, its `mask` (`a < b`
+    on i64) given as the lanes' signs; None where it does not apply. Lanes
+    masked off read as zero."""
+    float_bytes = {ir.FloatType(): 4, ir.DoubleType(): 8}.get(vty.element)
+    name = _SIGN_LOADS.get((float_bytes, vty.count))
+    if name is None or not (isinstance(mask, Binary) and mask.op == "<"):
         return None
     if not (mask.lhs.type.is_signed and mask.lhs.type.bits == 64):  # i64 (indices), compared signed
         return None
-    bld = cx.builder
+    bld, lanes = cx.builder, vty.count
     a, b = (splat(cx, emit(cx, x), lanes) for x in (mask.lhs, mask.rhs))
-    wide = a.type
-    diff = bld.call(cx.declare(f"llvm.ssub.sat.{intrinsic_suffix(wide)}", wide, [wide, wide]), [a, b])
-    if dtype.itemsize == 4:  # within [-2^31, 0], then 32 bits: the same sign
-        low, high = (ir.Constant(wide, [int_const(I64, v)] * lanes) for v in (-(1 << 31), 0))
-        diff = bld.call(cx.declare(f"llvm.smin.{intrinsic_suffix(wide)}", wide, [wide, wide]), [diff, high])
-        diff = bld.call(cx.declare(f"llvm.smax.{intrinsic_suffix(wide)}", wide, [wide, wide]), [diff, low])
+    diff = bld.call(cx.intrinsic("llvm.ssub.sat", a.type, 2), [a, b])
+    if float_bytes == 4:  # within [-2^31, 0], then 32 bits: the same sign
+        low, high = (ir.Constant(a.type, [int_const(I64, v)] * lanes) for v in (-(1 << 31), 0))
+        diff = bld.call(cx.intrinsic("llvm.smin", a.type, 2), [diff, high])
+        diff = bld.call(cx.intrinsic("llvm.smax", a.type, 2), [diff, low])
         diff = bld.trunc(diff, ir.VectorType(I32, lanes))
-    value = ir.VectorType(ir.FloatType() if dtype.itemsize == 4 else ir.DoubleType(), lanes)
-    return bld.call(cx.declare(name, value, [PTR, diff.type]), [ptr, diff])
+    return bld.call(cx.declare(name, vty, [PTR, diff.type]), [ptr, diff])
 
 
 def _all_true(lanes: int) -> ir.Constant:
