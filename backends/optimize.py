@@ -74,3 +74,11 @@ def emit_object(ref: llvm.ModuleRef, target: Target, opt_level: int) -> bytes:
     prepare(ref, target)
     with _codegen_lock:
         return target_machine(target, opt_level).emit_object(ref)
+
+
+def compile_text(text: str, target: Target, opt_level: int) -> bytes:
+    """Parse, verify, optimize and emit LLVM IR `text`: its object file
+    (BackendError when the IR is malformed)."""
+    ref = verify_llvm(text)
+    optimize(ref, target, opt_level)
+    return emit_object(ref, target, opt_level)

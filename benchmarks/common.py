@@ -20,10 +20,10 @@ def build(tk_name: str, cpu: str | None = None):
     """Compile benchmarks/<tk_name> for this machine (or LLVM CPU `cpu`) to a
     temporary .so and load it (the file is deleted once loaded), e.g.
     `build("gemm.tk").gemm`."""
-    job = compile_file(HERE / tk_name, CompileOptions(cpu=cpu))
+    job = compile_file(HERE / tk_name, CompileOptions(cpu=cpu), stop_after="so")
     with tempfile.TemporaryDirectory(prefix="dslc-bench-") as folder:
         out = Path(folder) / (Path(tk_name).stem + ".so")
-        link_shared(job.obj, out, job.target)
+        link_shared(job.objects, out, job.target)
         # Loading maps the library: it outlives its file, which goes with the folder.
         return dsl.load(out)
 

@@ -44,8 +44,7 @@ def compile_one(file: Path, output: Path | None, header: Path | None, emit: str,
         if header is not None:
             _write_header(job, header, multi_isa=True)
         return
-    stop = "obj" if emit == "so" else emit
-    job = compile_file(file, opts, stop_after=stop)
+    job = compile_file(file, opts, stop_after=emit)
     if emit in TEXT_STAGES:
         from .pipeline import STAGES
 
@@ -56,7 +55,7 @@ def compile_one(file: Path, output: Path | None, header: Path | None, emit: str,
     else:
         from dsl.backends.link import link_shared
 
-        link_shared(job.obj, output, job.target)
+        link_shared(job.objects, output, job.target)
     if header is not None:
         _write_header(job, header)
 
@@ -129,6 +128,7 @@ def _each_module_built(names: list[str], opts: CompileOptions):
         yield from (_build_module(name, opts) for name in names)
         return
     largest_first = sorted(names, key=lambda name: -stdlib_path(name).stat().st_size)
+    opts = opts.with_(codegen_jobs=1)  # the cores are busy with modules already
     with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
         for future in as_completed([pool.submit(_build_module, name, opts) for name in largest_first]):
             yield future.result()

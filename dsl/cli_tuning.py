@@ -97,8 +97,8 @@ def _builder(file: Path, opts: CompileOptions, name: str, index: int, folder: Pa
     def build() -> Path:
         from dsl.backends.link import link_shared
 
-        job = compile_file(file, opts, stop_after="obj")
-        return link_shared(job.obj, folder / f"{name}-{index}.so", job.target)
+        job = compile_file(file, opts, stop_after="so")
+        return link_shared(job.objects, folder / f"{name}-{index}.so", job.target)
 
     return build
 

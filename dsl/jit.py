@@ -184,8 +184,8 @@ class Kernel:
     def _build(self, path: Path, options: options_mod.CompileOptions | None = None) -> Path:
         from dsl.backends.link import link_shared
 
-        job = self.job("obj", options)
-        return link_shared(job.obj, path, job.target)
+        job = self.job("so", options)
+        return link_shared(job.objects, path, job.target)
 
     def _interpreter(self, o: options_mod.CompileOptions):
         from .interpreted import InterpretedCaller

@@ -1,7 +1,7 @@
 """`CompileOptions`: everything that steers one compile, read once at the edge.
 
 Environment variables (`DSL_PRINT_AFTER`, `DSL_REMARKS`, `DSL_DUMP_DIR`, `DSL_CACHE_DIR`,
-`DSL_INTERPRET`, `DSL_DEBUG`, `DSL_NO_CACHE`) are read here, by `from_env`, and nowhere
+`DSL_INTERPRET`, `DSL_DEBUG`, `DSL_NO_CACHE`, `DSL_CODEGEN_JOBS`) are read here, by `from_env`, and nowhere
 else (`DSL_NO_PROGRESS`, which steers no compile, by `progress_disabled`). A value
 that means nothing (`DSL_PRINT_AFTER=bogus`, `DSL_DEBUG=maybe`) is warned about,
 once per process, and the compile goes on.
@@ -42,6 +42,9 @@ class CompileOptions:
     # Build only these kernels of the file (None: all of them); the standard
     # library's first use compiles just the kernel it calls.
     kernels: frozenset[str] | None = None
+    # Processes LLVM compiles a large module's parts in (dsl.backends.codegen_pool;
+    # 0: one per core, at most 4). The library is the same whatever the number.
+    codegen_jobs: int = 0
 
     def with_(self, **changes) -> "CompileOptions":
         """A copy with the given fields changed (the options are frozen).
@@ -132,6 +135,11 @@ def from_env(base: CompileOptions | None = None, environ=os.environ) -> CompileO
         changes["debug"] = True
     if _flag(environ, "DSL_NO_CACHE"):
         changes["use_cache"] = False
+    jobs = environ.get("DSL_CODEGEN_JOBS", "").strip()
+    if jobs.isdigit() and int(jobs) >= 1:
+        changes["codegen_jobs"] = int(jobs)
+    elif jobs:
+        warn_once("DSL_CODEGEN_JOBS", jobs, "is not a count of processes (1, 2, ...); ignored")
     return replace(opts, **changes)
 
 

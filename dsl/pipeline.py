@@ -46,6 +46,7 @@ class Job:
     llvm: object | None = None  # llvmlite ModuleRef, optimized at options.opt_level
     asm: str | None = None
     obj: bytes | None = None
+    objects: list[bytes] | None = None  # what a library links (stop_after="so")
     metadata: str = ""
     target: object | None = None
     kernel_options: ir.KernelOptions | None = None  # overrides `@options` (for @dsl.kernel)
@@ -168,24 +169,47 @@ def _loop_pass(p) -> Callable[[Job], None]:
 
 
 def _llvm(job: Job) -> None:
-    from dsl.backends.llvm.module import build_module
     from dsl.backends.errors import BackendError
     from dsl.backends.optimize import optimize, verify_llvm
-    opts = job.options
-    _target(job)
-    job.metadata = program_metadata(job.program)
-    module = build_module(list(job.program.kernels), job.target, job.metadata, module_name=job.source.name)
+
+    module = _llvm_module(job)
     try:  # before LLVM's optimizer sees it: invalid IR there can abort the process
         ref = verify_llvm(module)
     except BackendError as err:
-        where = _kernel_named_in(str(err), str(module), job.program.kernels)
-        raise InternalError(f"internal error at {where}: "
-                            f"the generated LLVM IR does not verify: {err}") from None
-    optimize(ref, job.target, opts.opt_level)
+        raise _invalid_llvm(job, err, str(module)) from None
+    optimize(ref, job.target, job.options.opt_level)
     job.llvm = ref
-    if opts.remarks:
+    if job.options.remarks:
         for remark in vectorization_remarks(job.program, str(ref)):
             print(remark.render(), file=sys.stderr)
+
+
+def _llvm_module(job: Job):
+    from dsl.backends.llvm.module import build_module
+
+    _target(job)
+    job.metadata = program_metadata(job.program)
+    return build_module(list(job.program.kernels), job.target, job.metadata, module_name=job.source.name)
+
+
+def _objects(job: Job) -> None:
+    """The llvm and obj stages for a library: the module split into parts
+    (split_module), each verified before LLVM optimizes it, compiled on
+    several cores (codegen_pool)."""
+    from dsl.backends.codegen_pool import PartFailed, compile_parts, default_jobs
+    from dsl.backends.split_module import split_module
+
+    parts = split_module(_llvm_module(job))
+    jobs = job.options.codegen_jobs or default_jobs()
+    try:
+        job.objects = compile_parts(parts, job.target, job.options.opt_level, jobs)
+    except PartFailed as err:
+        raise _invalid_llvm(job, err, err.text) from None
+
+
+def _invalid_llvm(job: Job, err: Exception, module_text: str) -> InternalError:
+    where = _kernel_named_in(str(err), module_text, job.program.kernels)
+    return InternalError(f"internal error at {where}: the generated LLVM IR does not verify: {err}")
 
 
 def _kernel_named_in(message: str, module_text: str, kernels) -> str:
@@ -239,16 +263,31 @@ EMIT_CHOICES = ["ast", "typed", "loops", "schedule", "guard", "llvm", "asm", "ob
 
 def run(job: Job, stop_after: str = "obj", out=None) -> Job:
     """Run the stages up to `stop_after` (inclusive), printing/dumping as asked
-    (to `out`, by default the `sys.stderr` of the moment)."""
+    (to `out`, by default the `sys.stderr` of the moment).
+
+    `stop_after="so"`: the objects a shared library links, in `job.objects`.
+    Unless the LLVM IR is to be printed, dumped or remarked on, a large module
+    is compiled in parts then (`_objects`); otherwise as one, `[job.obj]`."""
     out = sys.stderr if out is None else out
-    last = STAGE_NAMES.index(stop_after)
+    linking = stop_after == "so"
+    last = STAGE_NAMES.index("obj" if linking else stop_after)
     for index, stage in enumerate(STAGES[: last + 1]):
-        if stage.name == "asm" and stop_after == "obj" and not _shown(job.options, "asm"):
+        if stage.name == "asm" and stop_after in ("obj", "so") and not _shown(job.options, "asm"):
             continue  # asm is a side branch of obj, made only to be printed or dumped
+        if stage.name == "llvm" and linking and not _llvm_looked_at(job.options):
+            with internal_errors(job.options.debug, "llvm", job.source.name):
+                _objects(job)
+            return job
         with internal_errors(job.options.debug, stage.name, job.source.name):
             stage.run(job)
         _print_stage(job, index, stage, out)
+    if linking:
+        job.objects = [job.obj]
     return job
+
+
+def _llvm_looked_at(opts: CompileOptions) -> bool:
+    return opts.remarks or any(_shown(opts, stage) for stage in ("llvm", "asm", "obj"))
 
 
 def _shown(opts: CompileOptions, stage: str) -> bool:

@@ -152,5 +152,5 @@ def _build(source: str, opts: options_mod.CompileOptions, path: Path) -> Path:
     from dsl.grammar.diagnostics import Source
     from dsl.pipeline import compile_source
 
-    job = compile_source(Source("fused.tk", source), opts, stop_after="obj", base_dir=stdlib_path("mathfn").parent)
-    return link_shared(job.obj, path, job.target)
+    job = compile_source(Source("fused.tk", source), opts, stop_after="so", base_dir=stdlib_path("mathfn").parent)
+    return link_shared(job.objects, path, job.target)

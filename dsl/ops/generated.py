@@ -59,5 +59,5 @@ def _build(text: str, name: str, opts: options_mod.CompileOptions, path: Path) -
     from dsl.backends.link import link_shared
     from dsl.pipeline import compile_source
 
-    job = compile_source(Source(f"<{name}>", text), opts, stop_after="obj")
-    return link_shared(job.obj, path, job.target)
+    job = compile_source(Source(f"<{name}>", text), opts, stop_after="so")
+    return link_shared(job.objects, path, job.target)

@@ -82,8 +82,8 @@ def _build(name: str, opts: options_mod.CompileOptions, path: Path) -> Path:
     from dsl.backends.link import link_shared
     from dsl.pipeline import compile_file
 
-    job = compile_file(stdlib_path(name), opts, stop_after="obj")
-    return link_shared(job.obj, path, job.target)
+    job = compile_file(stdlib_path(name), opts, stop_after="so")
+    return link_shared(job.objects, path, job.target)
 
 
 def stdlib_library(name: str, options: options_mod.CompileOptions | None = None) -> Library:

@@ -81,6 +81,13 @@ def test_a_folder_variable_naming_a_file_is_ignored_with_a_warning(tmp_path):
         assert quietly(lambda: from_env(CompileOptions(), {var: str(tmp_path / "new")})) is not None
 
 
+@pytest.mark.parametrize("value", ["0", "-2", "two", "1.5"])
+def test_codegen_jobs_must_be_a_count(value):
+    with pytest.warns(UserWarning, match=rf"DSL_CODEGEN_JOBS='{value}' is not a count of processes"):
+        assert from_env(CompileOptions(), {"DSL_CODEGEN_JOBS": value}).codegen_jobs == 0
+    assert quietly(lambda: from_env(CompileOptions(), {"DSL_CODEGEN_JOBS": " 3 "})).codegen_jobs == 3
+
+
 @pytest.mark.parametrize("value, effect", [
     ("abc", "ignored, so OMP_NUM_THREADS decides"),
     ("0", "ignored, so OMP_NUM_THREADS decides"),

@@ -78,9 +78,9 @@ def test_compiles_on_first_call_and_reuses(fresh, pipeline_runs):
     out = np.empty_like(x)
     negate(x, out)
     caller = negate._caller
-    assert caller is not None and pipeline_runs == ["obj"]
+    assert caller is not None and pipeline_runs == ["so"]
     negate(x, out)
-    assert negate._caller is caller and pipeline_runs == ["obj"]
+    assert negate._caller is caller and pipeline_runs == ["so"]
     np.testing.assert_array_equal(out, -x)
 
 
