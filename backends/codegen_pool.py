@@ -2,8 +2,9 @@
 
 llvmlite lets one thread into LLVM at a time (a lock around every call), so
 the other cores are reached through helper processes (`codegen_worker`).
-They start with the first compile that has parts to share, stay for the
-life of this process (a fork's child starts its own), and end when it does.
+They start with the first compile that has parts to share and stay for the
+next (a fork's child starts its own); one ends when this process does, or
+after two idle minutes.
 This process compiles parts too; each takes the largest part left, so a
 part that takes long does not wait behind others.
 
@@ -112,6 +113,7 @@ class _Helper:
         self.proc = subprocess.Popen([sys.executable, "-m", "dsl.backends.codegen_worker"],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
         self.alive = True
+        self.served = 0
 
     def compile(self, text: str, target: Target, opt_level: int) -> bytes:
         """The object file of `text`, compiled by the helper."""
@@ -128,6 +130,7 @@ class _Helper:
         if reply is None or ("bytes" in reply and len(obj) != reply["bytes"]):
             self.close()
             raise _HelperGone()
+        self.served += 1
         if "error" in reply:
             raise BackendError(reply["error"])
         return obj
@@ -149,6 +152,7 @@ _failed = False  # a helper could not start or died at its first part: use none 
 def _borrow(count: int) -> list[_Helper]:
     global _failed
     with _pool_lock:
+        _idle[:] = [h for h in _idle if h.proc.poll() is None]  # (ended after idling)
         helpers = [_idle.pop() for _ in range(min(count, len(_idle)))]
     while len(helpers) < count and not _failed:
         try:
@@ -160,7 +164,7 @@ def _borrow(count: int) -> list[_Helper]:
 
 def _give_back(helpers: list[_Helper]) -> None:
     global _failed
-    if any(not h.alive for h in helpers):
+    if any(not h.alive and not h.served for h in helpers):
         _failed = True  # (a helper that cannot import dslc dies at once, every time)
     with _pool_lock:
         _idle.extend(h for h in helpers if h.alive)

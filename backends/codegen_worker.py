@@ -1,25 +1,30 @@
 """A helper process that compiles LLVM IR for `codegen_pool`.
 
-Run as `python -m dsl.backends.codegen_worker`. It reads requests from stdin
-until it closes: a JSON line `{"target": {...}, "opt_level": 3, "bytes": N}`
-and then N bytes of LLVM IR text. It answers each on stdout with a JSON line
-`{"bytes": N}` and the N bytes of the object file, or `{"error": MESSAGE}`
-when the IR is malformed.
+Run as `python -m dsl.backends.codegen_worker`. It reads requests from stdin:
+a JSON line `{"target": {...}, "opt_level": 3, "bytes": N}` and then N bytes
+of LLVM IR text. It answers each on stdout with a JSON line `{"bytes": N}`
+and the N bytes of the object file, or `{"error": MESSAGE}` when the IR is
+malformed. It ends when stdin closes, or after IDLE_SECONDS without a
+request (so an idle program does not keep it; the pool starts another).
 """
 
 from __future__ import annotations
 
 import json
+import select
 import sys
 
 from .errors import BackendError
 from .optimize import compile_text
 from .target import Target
 
+IDLE_SECONDS = 120
 
-def serve(requests, replies) -> None:
-    """Answer the requests read from binary stream `requests` on `replies`."""
-    while True:
+
+def serve(requests, replies, idle_seconds: float | None = None) -> None:
+    """Answer the requests read from binary stream `requests` on `replies`,
+    until `requests` ends or stays silent for `idle_seconds`."""
+    while idle_seconds is None or select.select([requests], [], [], idle_seconds)[0]:
         header = requests.readline()
         if not header:
             return
@@ -35,4 +40,4 @@ def serve(requests, replies) -> None:
 
 
 if __name__ == "__main__":
-    serve(sys.stdin.buffer, sys.stdout.buffer)
+    serve(sys.stdin.buffer, sys.stdout.buffer, IDLE_SECONDS)

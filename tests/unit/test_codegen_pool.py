@@ -52,7 +52,7 @@ def test_helper_that_cannot_start_leaves_the_work_here(monkeypatch):
         def __init__(self):  # a process that ends at once, as one that cannot import dslc does
             self.proc = subprocess.Popen([sys.executable, "-c", "pass"], stdin=subprocess.PIPE,
                                          stdout=subprocess.PIPE)
-            self.alive = True
+            self.alive, self.served = True, 0
 
     monkeypatch.setattr(pool, "_Helper", Broken)
     monkeypatch.setattr(pool, "_idle", [])
@@ -65,3 +65,32 @@ def test_helper_that_cannot_start_leaves_the_work_here(monkeypatch):
 
 def test_default_jobs_is_a_few_cores():
     assert 1 <= pool.default_jobs() <= 4
+
+
+def test_a_silent_worker_ends(tmp_path):
+    import io
+    import os
+    import time
+
+    from dsl.backends.codegen_worker import serve
+
+    read_end, write_end = os.pipe()
+    start = time.monotonic()
+    with os.fdopen(read_end, "rb") as requests:
+        serve(requests, io.BytesIO(), idle_seconds=0.2)
+    assert 0.2 <= time.monotonic() - start < 5
+    os.close(write_end)
+
+
+def test_a_helper_that_ended_after_work_is_replaced(monkeypatch):
+    monkeypatch.setattr(pool, "_idle", [])
+    monkeypatch.setattr(pool, "_failed", False)
+    helper = pool._Helper()
+    helper.compile(_texts(1)[0], host_target(), 3)
+    helper.proc.stdin.close()  # as after its idle minutes
+    helper.proc.wait(30)
+    pool._give_back([helper])
+    fresh = pool._borrow(1)
+    assert len(fresh) == 1 and fresh[0] is not helper and not pool._failed
+    pool._give_back(fresh)
+    pool._close_all()
