@@ -56,7 +56,7 @@ def matmul(a, b, *, out=None) -> np.ndarray:
         # 1.38 to 0.7 us with `out`, numpy 1.15); the kernel's door checks
         # `out` and returns not None for anything it does not run.
         if a.strides[1] == 4 and b.shape[1] > 1:
-            if b.strides[1] == 4 and a.shape[0] > _DOT_ROWS:
+            if b.strides[1] == 4 and a.shape[0] > 1:
                 c = _empty((a.shape[0], b.shape[1]), _F32) if out is None else out
                 if _row_major_f32()(a, b, c) is None:
                     return c
@@ -198,7 +198,7 @@ def _plain_call(lib, a: np.ndarray, b: np.ndarray, c: np.ndarray):
     isz = a.itemsize
     m, n = a.shape[0], b.shape[1]
     if n > 1 and a.strides[1] == isz:
-        if m > _DOT_ROWS and b.strides[1] == isz:
+        if m > 1 and b.strides[1] == isz:
             return (lib.matmul_f32 if a.dtype is _F32 else lib.matmul_f64), (a, b, c)
         if b.strides[0] == isz and a.dtype is _F32 and c.strides[1] == isz:
             return _nt_call(lib, a, b, c)
