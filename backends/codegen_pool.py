@@ -60,7 +60,7 @@ def compile_parts(texts: list[str], target: Target, opt_level: int, jobs: int) -
     """The object file of each LLVM IR text in `texts`, in order, compiled by
     this process and up to `jobs - 1` helpers. Raises PartFailed for the first
     part whose IR does not verify."""
-    queue = deque(sorted(range(len(texts)), key=lambda i: -len(texts[i])))
+    queue = deque(sorted(range(len(texts)), key=lambda i: -_cost(texts[i])))
     results: list[bytes | None] = [None] * len(texts)
     errors: dict[int, BackendError] = {}
     lock = threading.Lock()
@@ -102,6 +102,15 @@ def compile_parts(texts: list[str], target: Target, opt_level: int, jobs: int) -
         first = min(errors)
         raise PartFailed(str(errors[first]), texts[first])
     return results
+
+
+def _cost(text: str) -> int:
+    """A guess of LLVM's time for `text`, to start the longest parts first:
+    its lines, a gather or scatter counting 100 (matmul_f32's general-stride
+    body, 2,100 lines with 96 of them, took longer than the 10,000-line
+    unit-stride one: 0.49 s against 0.33)."""
+    calls = text.count("@llvm.masked.gather") + text.count("@llvm.masked.scatter")
+    return text.count("\n") + 100 * calls
 
 
 class _Helper:

@@ -25,6 +25,7 @@ from dsl.lowering.verify import verify_program
 
 from . import frontend
 from .errors import InternalError, internal_errors
+from .gc_pause import gc_paused
 from .metadata import program_metadata
 from .options import CompileOptions
 from .remarks import vectorization_remarks
@@ -263,12 +264,17 @@ EMIT_CHOICES = ["ast", "typed", "loops", "schedule", "guard", "llvm", "asm", "ob
 
 def run(job: Job, stop_after: str = "obj", out=None) -> Job:
     """Run the stages up to `stop_after` (inclusive), printing/dumping as asked
-    (to `out`, by default the `sys.stderr` of the moment).
+    (to `out`, by default the `sys.stderr` of the moment), with Python's cycle
+    collector held off (`gc_paused`).
 
     `stop_after="so"`: the objects a shared library links, in `job.objects`.
     Unless the LLVM IR is to be printed, dumped or remarked on, a large module
     is compiled in parts then (`_objects`); otherwise as one, `[job.obj]`."""
-    out = sys.stderr if out is None else out
+    with gc_paused():
+        return _run(job, stop_after, sys.stderr if out is None else out)
+
+
+def _run(job: Job, stop_after: str, out) -> Job:
     linking = stop_after == "so"
     last = STAGE_NAMES.index("obj" if linking else stop_after)
     for index, stage in enumerate(STAGES[: last + 1]):

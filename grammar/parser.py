@@ -15,9 +15,10 @@ and a thread-local, so parsing is thread-safe. A syntax error becomes one
 
 from __future__ import annotations
 
+import threading
 from functools import cache
-from itertools import chain
 from importlib import resources
+from itertools import chain
 
 from lark import Lark
 from lark.parsers.lalr_analysis import Shift
@@ -35,7 +36,29 @@ def parse(source: Source) -> Module:
     >>> m = parse(Source("k.tk", "def f(x: f32):\\n    return x\\n"))
     >>> m.functions[0].name
     'f'
+
+    The last PARSED_KEPT results are kept by name and text (the AST is
+    immutable): dsl.ops reads a stdlib file twice in its first call, to list
+    its kernels and to build one, and dense.tk takes ~0.2 s to parse.
     """
+    key = (source.name, source.first_line, source.text)
+    with _parsed_lock:
+        module = _parsed.get(key)
+    if module is None:
+        module = _parse(source)
+        with _parsed_lock:
+            _parsed[key] = module
+            while len(_parsed) > PARSED_KEPT:
+                del _parsed[next(iter(_parsed))]
+    return module
+
+
+PARSED_KEPT = 32
+_parsed: dict[tuple[str, int, str], Module] = {}  # oldest first
+_parsed_lock = threading.Lock()
+
+
+def _parse(source: Source) -> Module:
     text = source.text if source.text.endswith("\n") else source.text + "\n"
     text = text.removeprefix("\ufeff")  # a byte-order mark is not part of line 1
     tables, scanner = _tables(), _scanner()

@@ -416,3 +416,18 @@ def test_threads_parse_independently():
     for t in threads:
         t.join()
     assert all(f"FunctionDef k{i} @{6 + i}:1" in results[i] for i in range(8))
+
+
+def test_the_same_text_is_parsed_once_and_errors_every_time():
+    from dsl.grammar import parser
+
+    text = "def f(x: f32[N], y: f32[N]):\n    y[i] = x[i] + 1.0\n"
+    first = parse(Source("same.tk", text))
+    assert parse(Source("same.tk", text)) is first
+    assert parse(Source("other.tk", text)) is not first  # spans name their file
+    for _ in range(2):
+        with pytest.raises(CompileError):
+            parse(Source("bad.tk", "def f(:\n"))
+    for k in range(parser.PARSED_KEPT + 1):
+        parse(Source(f"many{k}.tk", text))
+    assert len(parser._parsed) == parser.PARSED_KEPT and parse(Source("same.tk", text)) is not first
