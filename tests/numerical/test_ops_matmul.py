@@ -158,6 +158,20 @@ def test_plain_matrices_the_kernel_refuses(m, transposed):
     assert np.all(np.isnan(wide[:, 1::2]))
 
 
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("m, k, n", [(2, 512, 512), (3, 300, 700), (8, 250, 1000), (5, 33, 1031), (2, 520, 512)])
+def test_few_rows_read_b_in_place_while_it_is_in_cache(m, k, n, threads):
+    """At most 8 rows of A and B within 1 MiB: the unpacked path (the last
+    case, just past 1 MiB, packs B), with every edge of its tiles."""
+    a, b = rand((m, k)), rand((k, n))
+    dsl.set_num_threads(threads)
+    try:
+        close(dsl.ops.matmul(a, b), a, b)
+        close(dsl.ops.matmul(a, b[:, 1:]), a, b[:, 1:])  # rows of B that start inside a line
+    finally:
+        dsl.set_num_threads(0)
+
+
 @pytest.mark.parametrize("n", [3, 6, 20])
 def test_out_overlapping_an_input(n):
     a = rand((n, n))
