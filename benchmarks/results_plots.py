@@ -96,7 +96,7 @@ def _draw(plt, spec: PlotSpec, rows: list[dict], reference: dict, path: Path) ->
 
 def _lines(ax, spec: PlotSpec, rows: list[dict]) -> None:
     """One line per series against the cube root of M*K*N (log scale)."""
-    points = sorted((size_of(r[spec.x]), r) for r in rows if size_of(r[spec.x]) is not None)
+    points = sorted(((size_of(r[spec.x]), r) for r in rows if size_of(r[spec.x]) is not None), key=lambda p: p[0])
     for column in spec.series:
         xs = [x for x, r in points if number(r.get(column, "")) is not None]
         ys = [number(r[column]) for x, r in points if number(r.get(column, "")) is not None]
@@ -120,9 +120,13 @@ def _bars(ax, spec: PlotSpec, rows: list[dict]) -> None:
 
 
 def size_of(label: str) -> float | None:
-    """'512x3584x3584' -> the cube root of the product; None if not a size."""
+    """'512x3584x3584' -> the cube root of the product; None if not a size,
+    or a product of a few rows ('2x512x512': a curve of sizes would put it
+    among 80^3's, which it is not like)."""
     dims = re.findall(r"\d+", label)
     if len(dims) != 3 or not re.fullmatch(r"\s*\d+\s*x\s*\d+\s*x\s*\d+\s*", label):
+        return None
+    if int(dims[0]) * 16 < max(int(d) for d in dims):
         return None
     return math.prod(int(d) for d in dims) ** (1 / 3)
 
