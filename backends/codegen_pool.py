@@ -24,7 +24,6 @@ import sys
 import threading
 from collections import deque
 from dataclasses import asdict
-from pathlib import Path
 
 from .errors import BackendError
 from .optimize import compile_text
@@ -117,10 +116,8 @@ class _Helper:
     """One `codegen_worker` process and its pipes."""
 
     def __init__(self):
-        root = str(Path(__file__).resolve().parent.parent)  # for a checkout that is not installed
-        env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (os.environ.get("PYTHONPATH"), root) if p))
         self.proc = subprocess.Popen([sys.executable, "-m", "dsl.backends.codegen_worker"],
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE)
         self.alive = True
         self.served = 0
 
