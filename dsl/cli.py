@@ -72,8 +72,12 @@ SUFFIX_TO_EMIT = {".so": "so", ".o": "obj", ".s": "asm", ".ll": "llvm"}
                    "sizes and build the fastest; the choice is cached. E.g. M=512,N=512,K=512.")
 @click.option("--autotune-budget", type=click.FloatRange(min=0.1), default=120.0, show_default=True,
               metavar="SECONDS", help="Time limit of the autotuning search, per kernel.")
+@click.option("-j", "--jobs", type=click.IntRange(min=1), metavar="N",
+              help="Processes LLVM may compile one library's parts in (default: DSL_CODEGEN_JOBS, else "
+                   "one per core, at most 4). The library is the same for any N.")
 def main(files, output, header, out_dir, stdlib, no_progress, emit, triple, cpu, features, isa, opt_level,
-         include, print_after, print_after_all, remarks, dump_dir, kernels, specialize, autotune, autotune_budget):
+         include, print_after, print_after_all, remarks, dump_dir, kernels, specialize, autotune, autotune_budget,
+         jobs):
     """Compile kernel files (.tk) to shared libraries, objects, assembly or IR.
 
     \b
@@ -111,7 +115,7 @@ def main(files, output, header, out_dir, stdlib, no_progress, emit, triple, cpu,
                                    print_after=frozenset(names), remarks=remarks, dump_dir=dump_dir,
                                    include_paths=tuple(include)))
     opts = opts.with_(specialize=tuple(sorted(parse_sizes(specialize, "--specialize").items())),
-                      kernels=frozenset(kernels) if kernels else None)
+                      kernels=frozenset(kernels) if kernels else None, codegen_jobs=jobs or opts.codegen_jobs)
     tune_sizes = parse_sizes(autotune, "--autotune")
 
     def tune(file: Path, file_opts: CompileOptions) -> CompileOptions:

@@ -128,7 +128,8 @@ def _each_module_built(names: list[str], opts: CompileOptions):
         yield from (_build_module(name, opts) for name in names)
         return
     largest_first = sorted(names, key=lambda name: -stdlib_path(name).stat().st_size)
-    opts = opts.with_(codegen_jobs=1)  # the cores are busy with modules already
+    if not opts.codegen_jobs:
+        opts = opts.with_(codegen_jobs=1)  # the cores are busy with modules already (unless -j says)
     with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
         for future in as_completed([pool.submit(_build_module, name, opts) for name in largest_first]):
             yield future.result()

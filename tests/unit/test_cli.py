@@ -46,10 +46,25 @@ def test_help_documents_every_option():
     assert result.exit_code == 0
     for option in ("--emit", "--target", "-O", "--cpu", "--features", "-H", "--header", "-o",
                    "--print-after", "--print-after-all", "--remarks", "--dump-dir", "--out-dir", "--stdlib",
-                   "--no-progress", "--kernel"):
+                   "--no-progress", "--kernel", "--jobs"):
         assert option in result.stdout, option
     for stage in ("ast", "typed", "loops", "llvm", "asm", "obj", "so"):
         assert stage in result.stdout, stage
+
+
+# ------------------------------------------------------------------ --jobs
+
+
+def test_jobs_sets_the_codegen_processes(tmp_path, monkeypatch):
+    from dsl.backends import codegen_pool
+
+    asked, real = [], codegen_pool.compile_parts
+    monkeypatch.setattr(codegen_pool, "compile_parts",
+                        lambda texts, target, opt, jobs: (asked.append(jobs), real(texts, target, opt, jobs))[1])
+    assert dslc(SAXPY, "-j", "3", "-o", tmp_path / "s.so").exit_code == 0
+    assert asked == [3] and is_elf(tmp_path / "s.so", 3)
+    result = dslc(SAXPY, "-j", "0", "-o", tmp_path / "t.so")
+    assert result.exit_code == 2 and "0 is not in the range x>=1" in result.stderr
 
 
 # ------------------------------------------------------------------ --kernel
