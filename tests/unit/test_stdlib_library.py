@@ -102,3 +102,13 @@ def test_module_takes_a_built_whole_library(stdlib_dir, tmp_path, monkeypatch):
     np.testing.assert_array_equal(twice, 6 * x)
     assert len(_cached(tmp_path / "cache")) == 1  # nothing built for a kernel alone
     assert [lib.path for lib in library._loaded.values()] == _cached(tmp_path / "cache")
+
+
+@pytest.mark.parametrize("name", ["dense", "pointwise", "permute", "quant_k", "conv", "norm"])
+def test_kernel_names_from_the_syntax_are_the_type_checkers(name):
+    """A module lists its kernels without type checking them: the same set."""
+    from dsl import options
+    from dsl.pipeline import compile_file
+
+    typed = compile_file(library.stdlib_path(name), options.from_env(None), stop_after="typed").typed
+    assert library.stdlib_module(name).kernel_names() == {k.name for k in typed.kernels}
