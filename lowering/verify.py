@@ -50,6 +50,12 @@ class VerifyError(Exception):
     """The IR breaks an invariant: a compiler bug, not a user mistake."""
 
 
+# Nodes without a lane rule of their own: leaves, and those that make vectors
+# from scalars or other widths.
+_NO_LANE_RULE = (ir.Const, ir.Var, ir.Shape, ir.Threads, ir.UnitStrides, ir.Ramp, ir.Broadcast, ir.HReduce,
+                 ir.Shuffle)
+
+
 def verify(kernel: ir.Kernel, level: str) -> None:
     """Check `kernel` against the invariants of `level` ('kernel' or 'loops').
 
@@ -323,9 +329,9 @@ class _Verifier:
 
     def lanes(self, e) -> None:
         """Vector operands of one operation have one lane count (scalars broadcast)."""
-        widths = {self.lanes_of(c) for c in child_exprs(e)} - {1}
-        if isinstance(e, (ir.Ramp, ir.Broadcast, ir.HReduce, ir.Shuffle)):
+        if isinstance(e, _NO_LANE_RULE):  # (leaves, more than half the nodes: nothing to compare)
             return
+        widths = {self.lanes_of(c) for c in child_exprs(e)} - {1}
         self.expect(len(widths) <= 1, e, f"operands with different lane counts {sorted(widths)}")
         if isinstance(e, ir.Load) and e.mask is not None:
             self.typed(e.mask, BOOL, e, "a load mask")
@@ -335,10 +341,10 @@ class _Verifier:
         if t.is_bool:
             self.expect(isinstance(v, bool), e, f"a bool constant holds {v!r}")
         elif t.is_float:
-            ok = isinstance(v, numbers.Real) and not isinstance(v, bool)
+            ok = type(v) is float or type(v) is int or (isinstance(v, numbers.Real) and not isinstance(v, bool))
             self.expect(ok, e, f"a {t} constant holds {v!r}")
-        else:
-            ok = isinstance(v, numbers.Integral) and not isinstance(v, bool)
+        else:  # (the ABC checks are slow: ask the common types first)
+            ok = type(v) is int or (isinstance(v, numbers.Integral) and not isinstance(v, bool))
             self.expect(ok, e, f"a {t} constant holds {v!r}")
             bits = t.bits - 1 if t.is_signed else t.bits
             lo, hi = (-(1 << bits), (1 << bits) - 1) if t.is_signed else (0, (1 << bits) - 1)
