@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import cached_property
 
 import llvmlite.ir as ir
 
@@ -52,7 +53,13 @@ class _Global:
 
     value: ir.GlobalValue
     text: str
-    refs: frozenset[str]
+    known: dict  # the module's globals by name
+
+    @cached_property
+    def refs(self) -> frozenset[str]:
+        """The module's globals that the text names (found only when a split needs them)."""
+        names = {m.group(1) if m.group(1) is not None else m.group(2) for m in _REFERENCE.finditer(self.text)}
+        return frozenset(n for n in names if n in self.known)
 
     @property
     def name(self) -> str:
@@ -82,15 +89,17 @@ def split_module(module: ir.Module) -> list[str]:
     """`module` as LLVM IR texts: one per large internal function that no
     exported function calls, plus part 0 (at most MAX_PARTS; just one text
     when there is nothing to move)."""
-    texts = {v.name: str(v) for v in module.globals.values()}
-    whole = {v.name: _Global(v, texts[v.name], _references(texts[v.name], module)) for v in module.globals.values()}
-    kept = {r for g in whole.values() if g.is_exported_definition for r in g.refs}
-    movable = sorted((g for g in whole.values() if _movable(g) and g.name not in kept), key=lambda g: -g.lines)
+    whole = {v.name: _Global(v, str(v), module.globals) for v in module.globals.values()}
+    metadata = module._get_metadata_lines()
+    movable = [g for g in whole.values() if _movable(g)]
+    if movable and not any("@" in line for line in metadata):  # (metadata naming a global would have to follow it)
+        kept = {r for g in whole.values() if g.is_exported_definition for r in g.refs}
+        movable = sorted((g for g in movable if g.name not in kept), key=lambda g: -g.lines)
+    else:
+        movable = []
     parts = min(len(movable) + 1, MAX_PARTS)
-    if any("@" in line for line in module._get_metadata_lines()):
-        parts = 1  # metadata naming a global would have to follow it
     if parts < 2:
-        return [_part_text(module, whole, {}, set(whole), 0)]
+        return [_part_text(module, whole, {}, set(whole), 0, metadata)]
     homes = _balance(whole, movable, parts)
     used = [_closure(whole, {n for n, h in homes.items() if h == p}, homes) for p in range(parts)]
     # Shared state lives in the first part that uses it; the others declare it.
@@ -98,12 +107,7 @@ def split_module(module: ir.Module) -> list[str]:
         users = [p for p, u in enumerate(used) if name in u]
         if _is_shared_state(g) and len(users) > 1:
             homes[name] = users[0]
-    return [_part_text(module, whole, homes, u, p) for p, u in enumerate(used)]
-
-
-def _references(text: str, module: ir.Module) -> frozenset[str]:
-    names = {m.group(1) if m.group(1) is not None else m.group(2) for m in _REFERENCE.finditer(text)}
-    return frozenset(n for n in names if n in module.globals)
+    return [_part_text(module, whole, homes, u, p, metadata) for p, u in enumerate(used)]
 
 
 def _movable(g: _Global) -> bool:
@@ -144,7 +148,7 @@ def _closure(whole: dict[str, _Global], roots: set[str], homes: dict[str, int]) 
 
 
 def _part_text(module: ir.Module, whole: dict[str, _Global], homes: dict[str, int], used: set[str],
-               part: int) -> str:
+               part: int, metadata: list[str]) -> str:
     lines = ['; ModuleID = "%s"' % (module.name if part == 0 else f"{module.name}.part{part}"),
              'target triple = "%s"' % module.triple,
              'target datalayout = "%s"' % module.data_layout, ""]
@@ -158,7 +162,7 @@ def _part_text(module: ir.Module, whole: dict[str, _Global], homes: dict[str, in
             lines.append(_hidden(g.text))  # a moved function, or shared state, in its own part
         else:
             lines.append(g.text)
-    lines += module._get_metadata_lines()
+    lines += metadata
     return "\n".join(lines)
 
 
