@@ -30,10 +30,10 @@ import results
 from dsl.ops.arrays import empty_aligned
 from common import build, interleaved, machine, settle_for, table
 
-# (M x K x N; the last two: a few rows, B in cache and B from memory)
+# (M x K x N; the last three: a few rows, B in cache and B from memory)
 GEMM = [(64, 64, 64), (256, 256, 256), (512, 512, 512), (1024, 1024, 1024), (2048, 2048, 2048),
         (512, 3584, 3584), (17, 17, 17), (77, 77, 77), (129, 129, 129), (1000, 1000, 1000),
-        (2, 512, 512), (8, 4096, 4096)]
+        (2, 512, 512), (2, 4096, 4096), (8, 4096, 4096)]
 QUICK_GEMM = [(64, 64, 64), (512, 512, 512), (77, 77, 77)]
 # Transposed operands as views (x @ w.T is how a Linear layer multiplies:
 # the small ones are a few tokens through a 256-wide layer, and one).

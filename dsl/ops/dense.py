@@ -23,6 +23,7 @@ import numpy as np
 from .arrays import (SUFFIX, as_array, as_view, check_float_dtype, check_out, finish, kernel_view,
                      merge_axes, view_as, writable_target)
 from .einsum import contract
+from .few_rows import MAX_ROWS as MAX_FEW_ROWS, few_rows, run_few_rows
 from .library import intel_avx512, stdlib_module, wide_vectors
 from .matvec_calls import matvec_calls as _matvec_calls, run_matvec as _matvec
 from .permutation import permute
@@ -58,8 +59,15 @@ def matmul(a, b, *, out=None) -> np.ndarray:
         if a.strides[1] == 4 and b.shape[1] > 1:
             if b.strides[1] == 4 and a.shape[0] > 1:
                 c = _empty((a.shape[0], b.shape[1]), _F32) if out is None else out
-                if _row_major_f32()(a, b, c) is None:
-                    return c
+                if a.shape[0] > MAX_FEW_ROWS or not few_rows(a, b):
+                    if _row_major_f32()(a, b, c) is None:
+                        return c
+                elif type(c) is _ND and c.ndim == 2:
+                    try:
+                        run_few_rows(_kernels(), a, b, c)
+                        return c
+                    except ValueError:
+                        pass  # refused (an overlap, ...): the general path says why or copies
             elif b.strides[0] == 4 and (out is None or (type(out) is _ND and out.ndim == 2 and out.strides[1] == 4)):
                 # x @ W.T without _plain_2d's questions (32^3, 1 thread: 3.7 -> 3.2 us; numpy 2.1)
                 c = _empty((a.shape[0], b.shape[1]), _F32) if out is None else out
@@ -180,6 +188,9 @@ def _plain_2d(a, b, out) -> np.ndarray | None:
     if (sa[0] != isz and sa[1] != isz) or (sb[0] != isz and sb[1] != isz):  # cheap to ask: 17^3 takes ~1.3 us
         a, b = _some_way_contiguous(a), _some_way_contiguous(b)
     try:
+        if few_rows(a, b):
+            run_few_rows(lib, a, b, c)
+            return c
         call = _plain_call(lib, a, b, c)
         if call is None:
             _matmul(lib, "f32" if dtype is _F32 else "f64", a[None], b[None], c[None])
@@ -265,6 +276,9 @@ def _matmul(lib, t: str, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> None:
             _matmul(lib, t, stacked_a[None], b[:1], stacked_c[None])
             return
     a, b = _some_way_contiguous(a), _some_way_contiguous(b)
+    if a.shape[0] == 1 and few_rows(a[0], b[0]) and _rows_contiguous(c):
+        run_few_rows(lib, a[0], b[0], c[0])
+        return
     dots = _dot_kernel(lib, a.shape[1], a.shape[2]) if t == "f32" and a.shape[0] == 1 else None
     if dots is not None and _rows_contiguous(a) and _columns_contiguous(b) and _rows_contiguous(c):
         dots(a[0], b[0].T, c[0])

@@ -45,7 +45,10 @@ DIRECT_B_BYTES = 256 * 1024
 # 1 MiB L2 (1 thread of Zen 4, packed -> in place: 2 x 512 x 512 42.6 -> 30.5
 # us, 4 x 512 x 512 56 -> 33, 3 x 300 x 700 43 -> 22; numpy 17-23, 75, 27);
 # from memory, rows of a column strip are far apart and B is better packed
-# (2 x 4096 x 4096: 6.9 ms packed, 19.5 in place).
+# (2 x 4096 x 4096: 6.9 ms packed, 19.5 in place). dsl.ops gives products of
+# 2 rows, and of 3-4 with B beyond L2, to stdlib/dense.tk's matmul_rows_*,
+# which streams B's rows whole (2 x 512 x 512: 19-21 us; 2 x 4096 x 4096:
+# 4.4 ms).
 FEW_ROWS = 8
 FEW_ROWS_B_BYTES = 1024 * 1024
 

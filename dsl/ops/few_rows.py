@@ -1,0 +1,76 @@
+"""The kernel calls of C = A @ B for a few rows of A (2 to 4), the rows of A
+and B contiguous: `matmul_rows_*` (stdlib/dense.tk), which streams B's rows
+through once, in how many column blocks, into which C.
+
+A product of a few rows reads each element of B only that often. The GEMM
+packs B first (a copy as long as the product), or, read in place, its tiles
+walk B in column strips, a few lines of each row far apart, which the
+hardware prefetcher follows badly. Measurements: the kernel's docstring.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..library import num_threads
+from .arrays import address, empty_aligned, even_strips, view_as
+
+MAX_ROWS = 4
+# B's elements from which 2 rows take the rows kernel: below, the GEMM's
+# builtin door costs ~0.5 us less than the two views the rows kernel takes,
+# and the kernels' times differ by about that (2 x 256 x 256, 1 thread: 5.2
+# us GEMM, 3.8 rows).
+_MIN_ELEMENTS = 1 << 17
+# 3 or 4 rows take it only when B is beyond L2 (1 MiB on Zen 4); within it
+# the in-place GEMM keeps up (1 thread, us, GEMM in brackets: 4 x 512 x 512
+# 22-25 (21-29), 4 x 768 x 768 65 (148)).
+_ROWS_IN_CACHE = 2
+_L2_BYTES = 1 << 20
+# Below this many elements of B the blocks run on one thread (2 x 512 x 512,
+# 2^18, takes ~20 us on one).
+_PARALLEL_ELEMENTS = 1 << 18
+_LINE = 64
+_F32 = np.dtype(np.float32)
+
+
+def few_rows(a: np.ndarray, b: np.ndarray) -> bool:
+    """Whether c = a @ b (2-D, one float dtype) goes to the rows kernel: 2
+    rows of a, or up to 4 when b is larger than L2; a's and b's rows
+    contiguous."""
+    m, isz, size = a.shape[0], a.itemsize, b.size
+    return (2 <= m <= MAX_ROWS and size >= _MIN_ELEMENTS and a.strides[1] == isz and b.strides[1] == isz
+            and (m <= _ROWS_IN_CACHE or size * isz > _L2_BYTES))
+
+
+def run_few_rows(lib, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> None:
+    """c = a @ b by the rows kernel (`few_rows(a, b)` holds; c's rows
+    contiguous). On several threads each takes a block of columns. A block
+    must start on a cache line of c, or two threads would write one line at
+    every step over K (8 x 512 x 512 on 2 threads: 4x slower), so an
+    unaligned c gets its result through an aligned copy. Raises the
+    kernel's ValueError, having written nothing, when it refuses the
+    arguments (sizes that disagree, c overlapping a or b, ...)."""
+    kernel = lib.matmul_rows_f32 if a.dtype is _F32 else lib.matmul_rows_f64
+    k, n = b.shape
+    blocks = num_threads() if k * n >= _PARALLEL_ELEMENTS else 1
+    width = even_strips(n, blocks) if blocks > 1 else 0
+    if width == 0:
+        if kernel.try_fast(a, b[:, None], c[:, None]) is not None:
+            kernel(a, b[:, None], c[:, None])
+        return
+    m = a.shape[0]
+    if c.shape != (m, n) or a.shape[1] != k:
+        raise ValueError(f"matmul: shapes {a.shape} @ {b.shape} -> {c.shape} do not agree")
+    target = c
+    if address(c) % _LINE or c.strides[0] % _LINE:
+        row = -(-n * c.itemsize // _LINE) * _LINE // c.itemsize  # rows of whole lines
+        target = empty_aligned((m, row), c.dtype)[:, :n]
+    done = blocks * width
+    calls = [(kernel, (a, view_as(b[:, :done], (k, blocks, width)), view_as(target[:, :done], (m, blocks, width))))]
+    if done < n:
+        calls.append((kernel, (a, b[:, None, done:], target[:, None, done:])))
+    for kernel, args in calls:
+        if kernel.try_fast(*args) is not None:
+            kernel(*args)
+    if target is not c:
+        np.copyto(c, target)
