@@ -26,9 +26,12 @@ _MIN_ELEMENTS = 1 << 17
 # 22-25 (21-29), 4 x 768 x 768 65 (148)).
 _ROWS_IN_CACHE = 2
 _L2_BYTES = 1 << 20
-# Below this many elements of B the blocks run on one thread (2 x 512 x 512,
-# 2^18, takes ~20 us on one).
-_PARALLEL_ELEMENTS = 1 << 18
+# Below this many elements of B (16 MiB of f32) one thread streams it: the
+# rows come from L3 as fast to one core as to two (Zen 4 VM, 2 threads, us,
+# one block / a block per thread: 2 x 512 x 512 20 / 20-23, 2 x 1024 x 1024
+# 69 / 67-70, 4 x 1024 x 1024 138-287 / 196-351, 2 x 2048 x 2048 731-821 /
+# 485-520).
+_PARALLEL_ELEMENTS = 1 << 22
 _LINE = 64
 _F32 = np.dtype(np.float32)
 
