@@ -5,8 +5,8 @@ turn; the table shows medians). Prints GFLOP/s or GB/s and the ratios.
     python benchmarks/dense.py [--quick] [--markdown FILE]
 
 Cases: SGEMM (square, the issue's 512x3584x3584, odd sizes, few rows), the batched
-broadcast (1,128,256) @ (64,256,128) and a Linear layer on a batch (x @
-W.T), the seeds' tensor-operation configuration as GEMM, BRGEMM and BRGEMM +
+broadcast (1,128,256) @ (64,256,128), a Linear layer on a batch (x @ W.T)
+and attention's scores while decoding (a batch of one-row products), the seeds' tensor-operation configuration as GEMM, BRGEMM and BRGEMM +
 zero + ReLU (each also as a fraction of SGEMM on the same work, sampled with
 it), matvec, permute
 (3-D transposes; an image's HWC to CHW and back), contractions that are no
@@ -76,13 +76,17 @@ def _matmul_rows(label: str, a: np.ndarray, b: np.ndarray, threads, repeats) -> 
 
 
 def batched_rows(threads, repeats) -> list[list[str]]:
-    """The issue's broadcast batch, and a Linear layer on a batch of token
-    rows (x @ W.T, W of 4096 x 4096 stored by rows of K, as torch keeps it)."""
+    """The issue's broadcast batch, a Linear layer on a batch of token rows
+    (x @ W.T, W of 4096 x 4096 stored by rows of K, as torch keeps it), and
+    attention's scores while decoding (one query row per head against its
+    keys: a product of one row each)."""
     rng = np.random.default_rng(1)
     w = rng.standard_normal((4096, 4096), np.float32)
     cases = [("(1,128,256)@(64,256,128)", rng.standard_normal((1, 128, 256), np.float32),
               rng.standard_normal((64, 256, 128), np.float32)),
-             ("(8,16,4096)@W.T, W (4096,4096)", rng.standard_normal((8, 16, 4096), np.float32), w.T)]
+             ("(8,16,4096)@W.T, W (4096,4096)", rng.standard_normal((8, 16, 4096), np.float32), w.T),
+             ("(32,1,128)@(32,128,1024)", rng.standard_normal((32, 1, 128), np.float32),
+              rng.standard_normal((32, 128, 1024), np.float32))]
     return [row for label, a, b in cases for row in _matmul_rows(label, a, b, threads, repeats)]
 
 

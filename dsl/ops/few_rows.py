@@ -58,8 +58,8 @@ def run_few_rows(lib, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> None:
     blocks = num_threads() if k * n >= _PARALLEL_ELEMENTS else 1
     width = even_strips(n, blocks) if blocks > 1 else 0
     if width == 0:
-        if kernel.try_fast(a, b[:, None], c[:, None]) is not None:
-            kernel(a, b[:, None], c[:, None])
+        if kernel.try_fast(a[None], b[None], c[None]) is not None:
+            kernel(a[None], b[None], c[None])
         return
     m = a.shape[0]
     if c.shape != (m, n) or a.shape[1] != k:
@@ -69,11 +69,36 @@ def run_few_rows(lib, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> None:
         row = -(-n * c.itemsize // _LINE) * _LINE // c.itemsize  # rows of whole lines
         target = empty_aligned((m, row), c.dtype)[:, :n]
     done = blocks * width
-    calls = [(kernel, (a, view_as(b[:, :done], (k, blocks, width)), view_as(target[:, :done], (m, blocks, width))))]
+    kernel(np.broadcast_to(a, (blocks, m, k)), _blocks(b, k, blocks, width), _blocks(target, m, blocks, width))
     if done < n:
-        calls.append((kernel, (a, b[:, None, done:], target[:, None, done:])))
-    for kernel, args in calls:
-        if kernel.try_fast(*args) is not None:
-            kernel(*args)
+        kernel(a[None], b[None, :, done:], target[None, :, done:])
     if target is not c:
         np.copyto(c, target)
+
+
+def _blocks(x: np.ndarray, rows: int, blocks: int, width: int) -> np.ndarray:
+    """x's first blocks * width columns as `blocks` matrices of `width` (a view)."""
+    return view_as(x[:, :blocks * width], (rows, blocks, width)).transpose(1, 0, 2)
+
+
+# In a batch, products of 1 or 2 rows and at least this many columns take the
+# rows kernel. Narrower rows leave each step over K too little to do while
+# C's vector goes to memory and back, and 3 or 4 rows gain nothing on the
+# GEMM (1 thread of Zen 4, us, rows / batched GEMM / numpy: 16 x (1 x 1000
+# x 128) 203 / 426 / 193, 64 x (2 x 256 x 128) 211 / 241 / 191, 64 x (2 x
+# 256 x 32) 71 / 47 / 36, 16 x (4 x 1000 x 128) 877 / 721 / 438, 32 x (4 x
+# 128 x 512) 1141 / 1085 / 864-1689).
+_BATCH_ROWS = 2
+_BATCH_MIN_COLUMNS = 128
+
+
+def few_rows_batch(a: np.ndarray, b: np.ndarray) -> bool:
+    """Whether the products c[p] = a[p] @ b[p] (3-D views, one float dtype)
+    go to the rows kernel, a product per thread: at most 2 rows each, 128
+    columns or more, the rows of a and b contiguous. Each product reads its B
+    once, where the batched GEMM packs it (attention's scores while
+    decoding, 1 thread of Zen 4, (32, 1, 128) @ (32, 128, 512): 446 -> 233
+    us, numpy 154-178)."""
+    isz = a.itemsize
+    return (a.shape[1] <= _BATCH_ROWS and b.shape[2] >= _BATCH_MIN_COLUMNS
+            and a.strides[2] == isz and b.strides[2] == isz)

@@ -1,9 +1,11 @@
-"""dsl.ops.matmul for 2 to 4 rows of A, B's rows contiguous: the rows kernel
-(`matmul_rows_*`, dsl/ops/few_rows.py), which streams B's rows through once,
-in column blocks per thread. Its edges (K not a multiple of 4, columns not a
+"""dsl.ops.matmul for 2 to 4 rows of A, B's rows contiguous, and batches of
+products of 1 or 2 rows: the rows kernel (`matmul_rows_*`,
+dsl/ops/few_rows.py), which streams B's rows through once, in column blocks
+or products per thread. Its edges (K not a multiple of 4, columns not a
 multiple of the vector, quads, pairs and single rows), its blocks on 1 and 2
 threads, an `out` whose blocks would share cache lines (written through an
-aligned copy), and which products it takes, against numpy."""
+aligned copy), broadcast batches, and which products it takes, against
+numpy."""
 
 import numpy as np
 import pytest
@@ -103,4 +105,35 @@ def test_which_products_take_the_rows_kernel(m, k, n, rows, monkeypatch):
     del called[:]
     at = rand((k, m)).T  # A's columns contiguous: the GEMM written for that layout
     close(dsl.ops.matmul(at, b), at, b)
+    assert "matmul_rows_f32" not in called, called
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("a_shape, b_shape", [
+    ((5, 1, 7), (5, 7, 130)),       # one row per product (attention's scores while decoding)
+    ((3, 2, 33), (3, 33, 129)),     # a pair, K % 4 = 1, a masked last vector
+    ((2, 3, 2, 9), (3, 9, 200)),    # batch axes that broadcast: b shared by the first
+    ((1, 2, 40), (4, 40, 128)),     # a shared by every product (stride 0)
+])
+def test_batch_of_few_rows(a_shape, b_shape, dtype, threads, monkeypatch):
+    """Products of 1 or 2 rows and 128 columns or more, a batch of them: the
+    rows kernel, a product per thread."""
+    a, b = rand(a_shape, dtype), rand(b_shape, dtype, seed=1)
+    called = recording(monkeypatch)
+    dsl.set_num_threads(threads)
+    try:
+        close(dsl.ops.matmul(a, b), a, b)
+    finally:
+        dsl.set_num_threads(0)
+    suffix = "f32" if dtype == np.float32 else "f64"
+    assert f"matmul_rows_{suffix}" in called, called
+
+
+@pytest.mark.parametrize("a_shape, b_shape", [((4, 3, 50), (4, 50, 200)), ((4, 2, 50), (4, 50, 100))])
+def test_batches_the_rows_kernel_leaves_to_the_gemm(a_shape, b_shape, monkeypatch):
+    """3 rows a product, or fewer than 128 columns: the batched GEMM."""
+    a, b = rand(a_shape), rand(b_shape, seed=1)
+    called = recording(monkeypatch)
+    close(dsl.ops.matmul(a, b), a, b)
     assert "matmul_rows_f32" not in called, called
