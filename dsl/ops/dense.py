@@ -23,7 +23,7 @@ import numpy as np
 from .arrays import (SUFFIX, as_array, as_view, check_float_dtype, check_out, finish, kernel_view,
                      merge_axes, view_as, writable_target)
 from .einsum import contract
-from .few_rows import MAX_ROWS as MAX_FEW_ROWS, few_rows, few_rows_batch, run_few_rows
+from .few_rows import MAX_ROWS as MAX_FEW_ROWS, few_rows, few_rows_batch, run_few_rows, run_few_rows_batch
 from .library import intel_avx512, stdlib_module, wide_vectors
 from .matvec_calls import matvec_calls as _matvec_calls, run_matvec as _matvec
 from .permutation import permute
@@ -280,7 +280,7 @@ def _matmul(lib, t: str, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> None:
         run_few_rows(lib, a[0], b[0], c[0])
         return
     if a.shape[0] > 1 and few_rows_batch(a, b) and _rows_contiguous(c):
-        (lib.matmul_rows_f32 if t == "f32" else lib.matmul_rows_f64)(a, b, c)
+        run_few_rows_batch(lib, a, b, c)
         return
     dots = _dot_kernel(lib, a.shape[1], a.shape[2]) if t == "f32" and a.shape[0] == 1 else None
     if dots is not None and _rows_contiguous(a) and _columns_contiguous(b) and _rows_contiguous(c):

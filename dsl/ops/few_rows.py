@@ -102,3 +102,13 @@ def few_rows_batch(a: np.ndarray, b: np.ndarray) -> bool:
     isz = a.itemsize
     return (a.shape[1] <= _BATCH_ROWS and b.shape[2] >= _BATCH_MIN_COLUMNS
             and a.strides[2] == isz and b.strides[2] == isz)
+
+
+def run_few_rows_batch(lib, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> None:
+    """c[p] = a[p] @ b[p] by the rows kernel (`few_rows_batch(a, b)` holds):
+    products of one row by `matmul_row_*`, eight rows of B at a time."""
+    f32 = a.dtype is _F32
+    if a.shape[1] == 1:
+        (lib.matmul_row_f32 if f32 else lib.matmul_row_f64)(a[:, 0], b, c[:, 0])
+    else:
+        (lib.matmul_rows_f32 if f32 else lib.matmul_rows_f64)(a, b, c)

@@ -111,14 +111,15 @@ def test_which_products_take_the_rows_kernel(m, k, n, rows, monkeypatch):
 @pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("a_shape, b_shape", [
-    ((5, 1, 7), (5, 7, 130)),       # one row per product (attention's scores while decoding)
+    ((5, 1, 7), (5, 7, 130)),       # one row per product (attention's scores while decoding), K < 8
+    ((3, 1, 21), (3, 21, 128)),     # K % 8 = 5
     ((3, 2, 33), (3, 33, 129)),     # a pair, K % 4 = 1, a masked last vector
     ((2, 3, 2, 9), (3, 9, 200)),    # batch axes that broadcast: b shared by the first
     ((1, 2, 40), (4, 40, 128)),     # a shared by every product (stride 0)
 ])
 def test_batch_of_few_rows(a_shape, b_shape, dtype, threads, monkeypatch):
     """Products of 1 or 2 rows and 128 columns or more, a batch of them: the
-    rows kernel, a product per thread."""
+    rows kernels (one row: eight rows of B at a time), a product per thread."""
     a, b = rand(a_shape, dtype), rand(b_shape, dtype, seed=1)
     called = recording(monkeypatch)
     dsl.set_num_threads(threads)
@@ -126,8 +127,8 @@ def test_batch_of_few_rows(a_shape, b_shape, dtype, threads, monkeypatch):
         close(dsl.ops.matmul(a, b), a, b)
     finally:
         dsl.set_num_threads(0)
-    suffix = "f32" if dtype == np.float32 else "f64"
-    assert f"matmul_rows_{suffix}" in called, called
+    kernel = ("matmul_row_" if a_shape[-2] == 1 else "matmul_rows_") + ("f32" if dtype == np.float32 else "f64")
+    assert called and set(called) == {kernel}, called
 
 
 @pytest.mark.parametrize("a_shape, b_shape", [((4, 3, 50), (4, 50, 200)), ((4, 2, 50), (4, 50, 100))])
