@@ -166,13 +166,12 @@ def _dot_kernel(lib, m: int, k: int):
 def _plain_2d(a, b, out) -> np.ndarray | None:
     """The common call in as few steps as possible: two matrices of one native
     float dtype (any layout: `_matmul` picks the kernel for it, as for the
-    general path), `out` absent or a matrix of theirs. None when anything else
-    is asked, for the
-    general path (~8 us) to handle; also when the kernel refuses the arguments
-    (sizes that disagree, memory not aligned to the element, an `out` that
-    overlaps an operand or is read-only: its entry checks all that before it
-    touches memory), so the general path raises numpy's error or works around
-    it. A 17^3 call costs ~1.1 us here with `out` (numpy: 1.1; 2.1 before the
+    general path), `out` absent or a matrix of theirs that overlaps neither.
+    None when anything else is asked, for the general path (~8 us) to
+    handle; also when the kernel refuses the arguments (sizes that disagree,
+    memory not aligned to the element, a read-only `out`: its entry checks
+    all that before it touches memory), so the general path raises numpy's
+    error or works around it. A 17^3 call costs ~1.1 us here with `out` (numpy: 1.1; 2.1 before the
     builtin door and the 2-D kernel); 10 us for a transposed operand before
     this path took them too."""
     if type(a) is not np.ndarray or type(b) is not np.ndarray or a.ndim != 2 or b.ndim != 2:
@@ -182,8 +181,9 @@ def _plain_2d(a, b, out) -> np.ndarray | None:
         return None
     if out is None:
         c = np.empty((a.shape[0], b.shape[1]), dtype)
-    elif type(out) is np.ndarray and out.dtype is dtype and out.ndim == 2:
-        c = out
+    elif (type(out) is np.ndarray and out.dtype is dtype and out.ndim == 2
+          and not np.may_share_memory(out, a) and not np.may_share_memory(out, b)):
+        c = out  # (two kernel calls may write it: none may refuse an overlap after the first)
     else:
         return None
     lib = _kernels()
@@ -207,9 +207,9 @@ def _plain_2d(a, b, out) -> np.ndarray | None:
 def _plain_3d(a, b, out) -> np.ndarray | None:
     """A batch of products without broadcasting, in as few steps as possible:
     two stacks of matrices of one native float dtype with one batch axis of
-    one length, `out` absent or a stack of theirs. None for the general path
-    to check and handle, also when a kernel refuses the arguments (an `out`
-    that overlaps an operand, ...: refused before it writes). The general
+    one length, `out` absent or a stack of theirs that overlaps neither. None
+    for the general path to check and handle, also when a kernel refuses the
+    arguments (unaligned memory, a read-only `out`: refused before it writes). The general
     path's questions took ~13 us of a (2,1,4) @ (2,4,128) call (numpy: 1.8)."""
     if type(a) is not np.ndarray or type(b) is not np.ndarray or a.ndim != 3 or b.ndim != 3:
         return None
@@ -221,8 +221,9 @@ def _plain_3d(a, b, out) -> np.ndarray | None:
         return None
     if out is None:
         c = np.empty((p, m, n), dtype)
-    elif type(out) is np.ndarray and out.dtype is dtype and out.shape == (p, m, n):
-        c = out
+    elif (type(out) is np.ndarray and out.dtype is dtype and out.shape == (p, m, n)
+          and not np.may_share_memory(out, a) and not np.may_share_memory(out, b)):
+        c = out  # (two kernel calls may write it: none may refuse an overlap after the first)
     else:
         return None
     try:

@@ -64,6 +64,8 @@ def run_few_rows(lib, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> None:
     m = a.shape[0]
     if c.shape != (m, n) or a.shape[1] != k:
         raise ValueError(f"matmul: shapes {a.shape} @ {b.shape} -> {c.shape} do not agree")
+    if np.may_share_memory(c, a) or np.may_share_memory(c, b):  # (before either call writes)
+        raise ValueError("matmul: out overlaps an operand")
     target = c
     if address(c) % _LINE or c.strides[0] % _LINE:
         row = -(-n * c.itemsize // _LINE) * _LINE // c.itemsize  # rows of whole lines

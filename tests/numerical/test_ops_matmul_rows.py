@@ -75,11 +75,21 @@ def test_out_whose_blocks_would_share_lines(threads, any_size, monkeypatch):
         dsl.set_num_threads(0)
 
 
-def test_out_overlapping_an_input(any_size):
-    """The kernel refuses an out that overlaps A; the general path copies."""
+@pytest.mark.parametrize("threads", [1, 2])
+def test_out_overlapping_an_input(threads, any_size):
+    """An out that overlaps A or B is refused before anything is written (on
+    2 threads the blocks and the columns after them are two calls); the
+    general path computes into a copy."""
     a, b = rand((2, 16)), rand((16, 16), seed=1)
     want = a.astype(np.float64) @ b.astype(np.float64)
-    assert np.allclose(dsl.ops.matmul(a, b, out=a), want, rtol=1e-5, atol=1e-5)
+    dsl.set_num_threads(threads)
+    try:
+        assert np.allclose(dsl.ops.matmul(a, b, out=a), want, rtol=1e-5, atol=1e-5)
+        a, b = rand((2, 40)), rand((40, 40), seed=1)
+        want = a.astype(np.float64) @ b.astype(np.float64)
+        assert np.allclose(dsl.ops.matmul(a, b, out=b[6:8]), want, rtol=1e-5, atol=1e-5)
+    finally:
+        dsl.set_num_threads(0)
 
 
 def test_wrong_out_raises_numpys_error(any_size):
