@@ -1,11 +1,12 @@
-"""The kernel calls of C = A @ B for a few rows of A (2 to 4), the rows of A
-and B contiguous: `matmul_rows_*` (stdlib/dense.tk), which streams B's rows
-through once, in how many column blocks, into which C.
+"""The kernel calls of C = A @ B for a few rows of A (2 to 4), and of
+batches of products of 1 or 2 rows, the rows of A and B contiguous:
+`matmul_rows_*` and `matmul_row_*` (stdlib/dense.tk), which stream B's rows
+through once; in how many column blocks, into which C.
 
 A product of a few rows reads each element of B only that often. The GEMM
 packs B first (a copy as long as the product), or, read in place, its tiles
 walk B in column strips, a few lines of each row far apart, which the
-hardware prefetcher follows badly. Measurements: the kernel's docstring.
+hardware prefetcher follows badly. Measurements: the kernels' docstrings.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from .arrays import address, empty_aligned, even_strips, view_as
 
 MAX_ROWS = 4
 # B's elements from which 2 rows take the rows kernel: below, the GEMM's
-# builtin door costs ~0.5 us less than the two views the rows kernel takes,
+# builtin door costs ~0.5 us less than the views the rows kernel takes,
 # and the kernels' times differ by about that (2 x 256 x 256, 1 thread: 5.2
 # us GEMM, 3.8 rows).
 _MIN_ELEMENTS = 1 << 17
@@ -33,7 +34,6 @@ _L2_BYTES = 1 << 20
 # 485-520).
 _PARALLEL_ELEMENTS = 1 << 22
 _LINE = 64
-_F32 = np.dtype(np.float32)
 
 
 def few_rows(a: np.ndarray, b: np.ndarray) -> bool:
@@ -53,7 +53,7 @@ def run_few_rows(lib, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> None:
     unaligned c gets its result through an aligned copy. Raises the
     kernel's ValueError, having written nothing, when it refuses the
     arguments (sizes that disagree, c overlapping a or b, ...)."""
-    kernel = lib.matmul_rows_f32 if a.dtype is _F32 else lib.matmul_rows_f64
+    kernel = lib.matmul_rows_f32 if a.itemsize == 4 else lib.matmul_rows_f64  # (f32 or f64 only)
     k, n = b.shape
     blocks = num_threads() if k * n >= _PARALLEL_ELEMENTS else 1
     width = even_strips(n, blocks) if blocks > 1 else 0
@@ -99,8 +99,8 @@ def few_rows_batch(a: np.ndarray, b: np.ndarray) -> bool:
     go to the rows kernel, a product per thread: at most 2 rows each, 128
     columns or more, the rows of a and b contiguous. Each product reads its B
     once, where the batched GEMM packs it (attention's scores while
-    decoding, 1 thread of Zen 4, (32, 1, 128) @ (32, 128, 512): 446 -> 233
-    us, numpy 154-178)."""
+    decoding, 1 thread of Zen 4, (32, 1, 128) @ (32, 128, 512): 446 -> 201-207
+    us, numpy 153)."""
     isz = a.itemsize
     return (a.shape[1] <= _BATCH_ROWS and b.shape[2] >= _BATCH_MIN_COLUMNS
             and a.strides[2] == isz and b.strides[2] == isz)
@@ -109,7 +109,7 @@ def few_rows_batch(a: np.ndarray, b: np.ndarray) -> bool:
 def run_few_rows_batch(lib, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> None:
     """c[p] = a[p] @ b[p] by the rows kernel (`few_rows_batch(a, b)` holds):
     products of one row by `matmul_row_*`, eight rows of B at a time."""
-    f32 = a.dtype is _F32
+    f32 = a.itemsize == 4  # (f32 or f64 only)
     if a.shape[1] == 1:
         (lib.matmul_row_f32 if f32 else lib.matmul_row_f64)(a[:, 0], b, c[:, 0])
     else:
