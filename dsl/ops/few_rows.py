@@ -83,26 +83,26 @@ def _blocks(x: np.ndarray, rows: int, blocks: int, width: int) -> np.ndarray:
     return view_as(x[:, :blocks * width], (rows, blocks, width)).transpose(1, 0, 2)
 
 
-# In a batch, products of 1 or 2 rows and at least this many columns take the
-# rows kernel. Narrower rows leave each step over K too little to do while
-# C's vector goes to memory and back, and 3 or 4 rows gain nothing on the
-# GEMM (1 thread of Zen 4, us, rows / batched GEMM / numpy: 16 x (1 x 1000
-# x 128) 203 / 426 / 193, 64 x (2 x 256 x 128) 211 / 241 / 191, 64 x (2 x
-# 256 x 32) 71 / 47 / 36, 16 x (4 x 1000 x 128) 877 / 721 / 438, 32 x (4 x
-# 128 x 512) 1141 / 1085 / 864-1689).
-_BATCH_ROWS = 2
-_BATCH_MIN_COLUMNS = 128
+# In a batch, products of 1 or 2 rows and at least 128 columns take the rows
+# kernel, and of 3 or 4 rows with at least 512. Narrower rows leave each step
+# over K too little to do while C's vector goes to memory and back (1 thread
+# of Zen 4, us, rows / batched GEMM / numpy: 16 x (1 x 1000 x 128) 203 / 426
+# / 193, 64 x (2 x 256 x 128) 211 / 241 / 191, 64 x (2 x 256 x 32) 71 / 47
+# / 36, 16 x (4 x 1000 x 128) 877 / 721 / 438, 32 x (4 x 128 x 512) 392-447
+# / 408-512 / 336-361, 16 x (4 x 256 x 1024) 1536-1595 / 1800-1880 /
+# 3136-3613, 32 x (3 x 128 x 512) 307-373 / 271-372 / 368-439).
+_BATCH_ROWS = ((2, 128), (MAX_ROWS, 512))  # (rows at most, columns at least)
 
 
 def few_rows_batch(a: np.ndarray, b: np.ndarray) -> bool:
     """Whether the products c[p] = a[p] @ b[p] (3-D views, one float dtype)
-    go to the rows kernel, a product per thread: at most 2 rows each, 128
-    columns or more, the rows of a and b contiguous. Each product reads its B
-    once, where the batched GEMM packs it (attention's scores while
-    decoding, 1 thread of Zen 4, (32, 1, 128) @ (32, 128, 512): 446 -> 201-207
-    us, numpy 153)."""
-    isz = a.itemsize
-    return (a.shape[1] <= _BATCH_ROWS and b.shape[2] >= _BATCH_MIN_COLUMNS
+    go to the rows kernel, a product per thread: 1-2 rows each and 128
+    columns or more, or 3-4 rows and 512 columns or more; the rows of a and b
+    contiguous. Each product reads its B once, where the batched GEMM packs
+    it (attention's scores while decoding, 1 thread of Zen 4, (32, 1, 128) @
+    (32, 128, 512): 446 -> 201-207 us, numpy 153)."""
+    isz, m, n = a.itemsize, a.shape[1], b.shape[2]
+    return (any(m <= rows and n >= columns for rows, columns in _BATCH_ROWS)
             and a.strides[2] == isz and b.strides[2] == isz)
 
 

@@ -126,10 +126,13 @@ def test_which_products_take_the_rows_kernel(m, k, n, rows, monkeypatch):
     ((3, 2, 33), (3, 33, 129)),     # a pair, K % 4 = 1, a masked last vector
     ((2, 3, 2, 9), (3, 9, 200)),    # batch axes that broadcast: b shared by the first
     ((1, 2, 40), (4, 40, 128)),     # a shared by every product (stride 0)
+    ((3, 4, 21), (3, 21, 515)),     # four rows each, 512 columns or more
+    ((2, 3, 6), (2, 6, 512)),       # three rows: a quad loop that does not run, a pair, one
 ])
 def test_batch_of_few_rows(a_shape, b_shape, dtype, threads, monkeypatch):
-    """Products of 1 or 2 rows and 128 columns or more, a batch of them: the
-    rows kernels (one row: eight rows of B at a time), a product per thread."""
+    """A batch of products of 1 or 2 rows and 128 columns or more, or of 3 or
+    4 rows and 512 or more: the rows kernels (one row: eight rows of B at a
+    time), a product per thread."""
     a, b = rand(a_shape, dtype), rand(b_shape, dtype, seed=1)
     called = recording(monkeypatch)
     dsl.set_num_threads(threads)
@@ -141,9 +144,11 @@ def test_batch_of_few_rows(a_shape, b_shape, dtype, threads, monkeypatch):
     assert called and set(called) == {kernel}, called
 
 
-@pytest.mark.parametrize("a_shape, b_shape", [((4, 3, 50), (4, 50, 200)), ((4, 2, 50), (4, 50, 100))])
+@pytest.mark.parametrize("a_shape, b_shape", [((4, 3, 50), (4, 50, 200)), ((4, 2, 50), (4, 50, 100)),
+                                              ((4, 5, 50), (4, 50, 600))])
 def test_batches_the_rows_kernel_leaves_to_the_gemm(a_shape, b_shape, monkeypatch):
-    """3 rows a product, or fewer than 128 columns: the batched GEMM."""
+    """3 rows a product and fewer than 512 columns, 2 rows and fewer than
+    128, or 5 rows: the batched GEMM."""
     a, b = rand(a_shape), rand(b_shape, seed=1)
     called = recording(monkeypatch)
     close(dsl.ops.matmul(a, b), a, b)
