@@ -117,7 +117,10 @@ _DATA_OFFSET = 2 * ctypes.sizeof(ctypes.c_void_p)  # after PyObject_HEAD's refco
 address = _struct_address() or _interface_address
 
 
-def empty_aligned(shape: tuple, dtype, align: int = 64) -> np.ndarray:
+LINE = 64  # bytes in a cache line (x86-64 and the AArch64 cores we target)
+
+
+def empty_aligned(shape: tuple, dtype, align: int = LINE) -> np.ndarray:
     """np.empty(shape, dtype), C-contiguous, its data on an `align`-byte
     boundary (numpy starts a large array 16 bytes past a page; streamed
     stores need whole aligned lines)."""
@@ -134,6 +137,23 @@ def writable_target(out: np.ndarray, *inputs: np.ndarray) -> np.ndarray:
     elements (copy back with `finish`)."""
     if any(np.may_share_memory(out, a) for a in inputs) or kernel_view(out, out.dtype) is not out:
         return empty_aligned(out.shape, out.dtype)
+    return out
+
+
+def short_path_out(out, shape: tuple, dtype: np.dtype, *inputs: np.ndarray) -> np.ndarray | None:
+    """Where a short path (kernels called without the general path's checks)
+    writes its result: a new array when `out` is None; `out` itself when it
+    is an ndarray of `shape` and `dtype` that overlaps none of `inputs` (a
+    kernel refuses an overlap before it writes, but a path of two calls could
+    be refused after the first had written); else None, for the general
+    path to check, report or work around."""
+    if out is None:
+        return np.empty(shape, dtype)
+    if type(out) is not np.ndarray or out.dtype is not dtype or out.shape != shape:
+        return None
+    for x in inputs:
+        if np.may_share_memory(out, x):
+            return None
     return out
 
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .arrays import SUFFIX, as_array, as_view, check_float_dtype, check_out, finish, kernel_view, writable_target
+from .arrays import (SUFFIX, as_array, as_view, check_float_dtype, check_out, finish, kernel_view,
+                     short_path_out, writable_target)
 from .matvec_calls import run_matvec as _matvec
 
 _F32, _F64 = np.dtype(np.float32), np.dtype(np.float64)
@@ -58,12 +59,8 @@ def _matvec_short(a, x, out) -> np.ndarray | None:
     dtype = a.dtype
     if x.dtype is not dtype or (dtype is not _F32 and dtype is not _F64) or a.shape[1] != x.shape[0] or not a.size:
         return None
-    if out is None:
-        y = np.empty(a.shape[0], dtype)
-    elif (type(out) is np.ndarray and out.dtype is dtype and out.shape == a.shape[:1]
-          and not np.may_share_memory(out, a) and not np.may_share_memory(out, x)):
-        y = out  # (two kernel calls may write it: none may refuse an overlap after the first)
-    else:
+    y = short_path_out(out, a.shape[:1], dtype, a, x)
+    if y is None:
         return None
     try:
         _matvec(_kernels(), "f32" if dtype is _F32 else "f64", a, x, y)

@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from .arrays import (SUFFIX, as_array, check_float_dtype, check_out, finish, kernel_view,
-                     merge_axes, view_as, writable_target)
+                     merge_axes, short_path_out, view_as, writable_target)
 from .brgemm_matvec import _matvec_short, brgemm, matvec
 from .einsum import contract
 from .few_rows import MAX_ROWS as MAX_FEW_ROWS, few_rows, few_rows_batch, run_few_rows, run_few_rows_batch
@@ -179,12 +179,8 @@ def _plain_2d(a, b, out) -> np.ndarray | None:
     dtype = a.dtype
     if b.dtype is not dtype or (dtype is not _F32 and dtype is not _F64):
         return None
-    if out is None:
-        c = np.empty((a.shape[0], b.shape[1]), dtype)
-    elif (type(out) is np.ndarray and out.dtype is dtype and out.ndim == 2
-          and not np.may_share_memory(out, a) and not np.may_share_memory(out, b)):
-        c = out  # (two kernel calls may write it: none may refuse an overlap after the first)
-    else:
+    c = short_path_out(out, (a.shape[0], b.shape[1]), dtype, a, b)
+    if c is None:
         return None
     lib = _kernels()
     isz, sa, sb = dtype.itemsize, a.strides, b.strides
@@ -220,12 +216,8 @@ def _plain_3d(a, b, out) -> np.ndarray | None:
     (p, m, k), (p2, k2, n) = a.shape, b.shape
     if p != p2 or k != k2 or not (p and m and n):
         return None
-    if out is None:
-        c = np.empty((p, m, n), dtype)
-    elif (type(out) is np.ndarray and out.dtype is dtype and out.shape == (p, m, n)
-          and not np.may_share_memory(out, a) and not np.may_share_memory(out, b)):
-        c = out  # (two kernel calls may write it: none may refuse an overlap after the first)
-    else:
+    c = short_path_out(out, (p, m, n), dtype, a, b)
+    if c is None:
         return None
     try:
         _matmul(_kernels(), "f32" if dtype is _F32 else "f64", a, b, c)

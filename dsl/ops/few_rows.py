@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..library import num_threads
-from .arrays import address, empty_aligned, even_strips, view_as
+from .arrays import LINE, address, empty_aligned, even_strips, finish, view_as
 
 MAX_ROWS = 4
 # B's elements from which 2 rows take the rows kernel: below, the GEMM's
@@ -33,7 +33,6 @@ _L2_BYTES = 1 << 20
 # 69 / 67-70, 4 x 1024 x 1024 138-287 / 196-351, 2 x 2048 x 2048 731-821 /
 # 485-520).
 _PARALLEL_ELEMENTS = 1 << 22
-_LINE = 64
 
 
 def few_rows(a: np.ndarray, b: np.ndarray) -> bool:
@@ -67,15 +66,14 @@ def run_few_rows(lib, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> None:
     if np.may_share_memory(c, a) or np.may_share_memory(c, b):  # (before either call writes)
         raise ValueError("matmul: out overlaps an operand")
     target = c
-    if address(c) % _LINE or c.strides[0] % _LINE:
-        row = -(-n * c.itemsize // _LINE) * _LINE // c.itemsize  # rows of whole lines
+    if address(c) % LINE or c.strides[0] % LINE:
+        row = -(-n * c.itemsize // LINE) * LINE // c.itemsize  # rows of whole lines
         target = empty_aligned((m, row), c.dtype)[:, :n]
     done = blocks * width
     kernel(np.broadcast_to(a, (blocks, m, k)), _blocks(b, k, blocks, width), _blocks(target, m, blocks, width))
     if done < n:
         kernel(a[None], b[None, :, done:], target[None, :, done:])
-    if target is not c:
-        np.copyto(c, target)
+    finish(target, c)
 
 
 def _blocks(x: np.ndarray, rows: int, blocks: int, width: int) -> np.ndarray:

@@ -31,6 +31,7 @@ import functools
 
 import numpy as np
 
+from .arrays import LINE as _LINE  # where the tiles' streamed rows must start
 from .arrays import address, as_array, check_out, empty_aligned, finish, merge_axes, view_as, writable_target
 from .call_plans import record, remember
 from .library import intel_avx512, stdlib_module
@@ -46,7 +47,6 @@ _plans: dict = {}  # (shape, item size, axes, x and target addresses % 64) -> th
 _fresh: dict = {}
 _SMALL_BATCH = 4  # fewer planes than this: each plane's tile rows go to the threads instead
 _TILE = 16  # the tiles of `tiles_*`
-_LINE = 64  # bytes: where the tiles' streamed rows must start
 _SHIFT_MIN_COLS = 256  # shorter rows start their tiles at column 0, aligned or not
 _SHIFT_MIN_INPUT = 1024  # the same for the input's columns (its strips cost more: see _aligned_start)
 _ENOUGH_PLANES = 16  # planes enough to share among the threads evenly

@@ -28,10 +28,9 @@ import numpy as np
 
 from dsl.library import stream_bytes
 
-from .arrays import address
+from .arrays import LINE as _LINE, address
 from .library import vector_bits
 
-_LINE = 64
 _MIN_PLANES = 4  # fewer planes than this: rows of tiles become planes, for the threads
 _ROW_PARTS = 8  # the rows of a plane in this many parts (planes for parallel(p))
 
