@@ -140,7 +140,7 @@ def matvec_rows(threads, repeats) -> list[list[str]]:
     rng = np.random.default_rng(3)
     # Rows of A contiguous, then columns (A.T of a C array: x @ W with W
     # stored by rows of K is this product, W.T @ x).
-    for n, layout in ((4096, ""), (8192, ""), (4096, " A.T")):
+    for n, layout in ((4096, ""), (8192, ""), (4096, " A.T"), (8192, " A.T")):
         a, x = rng.standard_normal((n, n), np.float32), rng.standard_normal(n, np.float32)
         if layout:
             a = a.T

@@ -16,11 +16,16 @@ def run_matvec(lib, t: str, a: np.ndarray, x: np.ndarray, y: np.ndarray) -> None
         kernel(*args)
 
 
-# Columns of a matrix at most this many to a block of y: 16 KiB of f32 stays
-# in L1 while eight rows of the transpose stream past it (4096^2 from DRAM,
-# 1 thread of Zen 4: 2.29 ms in blocks of 4096, 2.56 in 2048, 2.83 in 1024;
-# numpy 2.30).
-_COLS_BLOCK_BYTES = 16384
+# Columns of a matrix at most this many bytes to a block of y. Each block
+# reads its part of every row of the transpose once, eight rows at a time,
+# so a wider block reads longer runs of each row; y's block stays in L2 (256
+# KiB: half of Zen 3's). Interleaved, 1 thread of Zen 4, blocks of 16 KiB
+# (y in L1) -> 256 KiB, GB/s: f32 8192^2 19.6 -> 21.7, x (1 x 4096) @ W
+# (4096 x 16384) 21.1 -> 24.6 (numpy 22.7), x (1 x 1024) @ W (1024 x 65536)
+# 17.6 -> 21.8; f64 the same three 1.17-1.24x; 4096^2 level (f64 1.07x).
+# Kernel alone, f32 1024 x 65536: blocks of 16, 64, 256 KiB 19.5-20.6,
+# 22.7-25.1, 24.6-26.5 GB/s; 512 and 1024 KiB no faster than 256.
+_COLS_BLOCK_BYTES = 1 << 18
 # Below this many elements of the matrix, the blocks run on one thread (a
 # 256^2 product takes ~3 us, about what handing work to a thread costs).
 _COLS_PARALLEL_ELEMENTS = 1 << 18
@@ -30,7 +35,10 @@ def matvec_calls(lib, t: str, a: np.ndarray, x: np.ndarray, y: np.ndarray) -> li
     """The (kernel, arguments) calls of y = a @ x. Rows contiguous (or
     neither way): dot products. Columns contiguous: a's transpose, whose
     rows are contiguous, added row by row into blocks of y, one block per
-    thread at least; the columns the blocks leave, in a second call."""
+    thread at least (on several threads, the widest blocks that share the
+    columns evenly: 2 threads, f32 65536 columns, kernel alone: 2 blocks
+    36-54 GB/s, 16 blocks 28-44); the columns the blocks leave, in a second
+    call."""
     if abs(a.strides[1]) == a.itemsize or abs(a.strides[0]) != a.itemsize:
         return [(getattr(lib, f"matvec_rows_{t}"), (a, x, y))]
     kernel = getattr(lib, f"matvec_cols_{t}")

@@ -60,12 +60,13 @@ def test_matvec_threads_and_out():
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-@pytest.mark.parametrize("size", [(5000, 70), (4096, 9), (700, 600)])
+@pytest.mark.parametrize("size", [(5000, 70), (70001, 9), (700, 600)])
 @pytest.mark.parametrize("threads", [1, 2])
 def test_matvec_columns_in_blocks(size, dtype, threads):
     """A matrix with contiguous columns runs as blocks of y (more than one
-    when y outgrows L1 or the matrix is large enough for both threads), the
-    columns the blocks leave in a second call; reversed columns too."""
+    when y outgrows 256 KiB, 70001 columns, or the matrix is large enough for
+    both threads), the columns the blocks leave in a second call; reversed
+    columns too."""
     m, k = size
     base = rand((k, m), dtype)
     dsl.set_num_threads(threads)
