@@ -28,7 +28,7 @@ test: venv cross-tools
 cross-tools:
 	@sh tests/cross/install_tools.sh
 
-# make bench        - every benchmark script (about 10 minutes on the 2-core Zen 4; gemm.py, with its Zen 3 table, 2.3 of them), then
+# make bench        - every benchmark script (about 14 minutes on the 2-core Zen 4; gemm.py, with its Zen 3 table, 3 of them), then
 #                     BENCHMARKS.md, its plots (docs/bench/*.png) and README's summary, from the
 #                     results they recorded (benchmarks/results/*.json); run it on a quiet machine
 # make bench-quick  - the same, small and fast, into build/bench-quick/ (the committed files untouched)
