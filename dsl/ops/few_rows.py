@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..library import num_threads
-from .arrays import LINE, address, empty_aligned, even_strips, finish, view_as
+from .arrays import LINE, address, column_strips, empty_aligned, even_strips, finish
 
 MAX_ROWS = 4
 # B's elements from which 2 rows take the rows kernel: below, the GEMM's
@@ -69,16 +69,9 @@ def run_few_rows(lib, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> None:
     if address(c) % LINE or c.strides[0] % LINE:
         row = -(-n * c.itemsize // LINE) * LINE // c.itemsize  # rows of whole lines
         target = empty_aligned((m, row), c.dtype)[:, :n]
-    done = blocks * width
-    kernel(np.broadcast_to(a, (blocks, m, k)), _blocks(b, k, blocks, width), _blocks(target, m, blocks, width))
-    if done < n:
-        kernel(a[None], b[None, :, done:], target[None, :, done:])
+    for b_part, c_part in column_strips([b[None], target[None]], blocks):  # the blocks, then the columns left
+        kernel(np.broadcast_to(a, (b_part.shape[0], m, k)), b_part, c_part)
     finish(target, c)
-
-
-def _blocks(x: np.ndarray, rows: int, blocks: int, width: int) -> np.ndarray:
-    """x's first blocks * width columns as `blocks` matrices of `width` (a view)."""
-    return view_as(x[:, :blocks * width], (rows, blocks, width)).transpose(1, 0, 2)
 
 
 # In a batch, products of 1 or 2 rows and at least 128 columns take the rows
@@ -89,7 +82,7 @@ def _blocks(x: np.ndarray, rows: int, blocks: int, width: int) -> np.ndarray:
 # / 36, 16 x (4 x 1000 x 128) 877 / 721 / 438, 32 x (4 x 128 x 512) 392-447
 # / 408-512 / 336-361, 16 x (4 x 256 x 1024) 1536-1595 / 1800-1880 /
 # 3136-3613, 32 x (3 x 128 x 512) 307-373 / 271-372 / 368-439).
-_BATCH_ROWS = ((2, 128), (MAX_ROWS, 512))  # (rows at most, columns at least)
+_PAIR_COLUMNS, _QUAD_COLUMNS = 128, 512  # the least for 1-2 rows, for 3-4
 
 
 def few_rows_batch(a: np.ndarray, b: np.ndarray) -> bool:
@@ -100,7 +93,7 @@ def few_rows_batch(a: np.ndarray, b: np.ndarray) -> bool:
     it (attention's scores while decoding, 1 thread of Zen 4, (32, 1, 128) @
     (32, 128, 512): 446 -> 201-207 us, numpy 153)."""
     isz, m, n = a.itemsize, a.shape[1], b.shape[2]
-    return (any(m <= rows and n >= columns for rows, columns in _BATCH_ROWS)
+    return ((n >= _PAIR_COLUMNS if m <= 2 else m <= MAX_ROWS and n >= _QUAD_COLUMNS)
             and a.strides[2] == isz and b.strides[2] == isz)
 
 
